@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	// The delivery calendar must not depend on the host's zoneinfo: a container
+	// without /usr/share/zoneinfo would otherwise miscount DST days.
+	_ "time/tzdata"
+)
+
+// Berlin is the time zone in which delivery days are defined.
+var Berlin = mustLoad("Europe/Berlin")
+
+func mustLoad(name string) *time.Location {
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		panic(fmt.Sprintf("load time zone %s: %v", name, err))
+	}
+	return loc
+}
+
+// Day is a civil calendar day in Europe/Berlin, the unit of delivery.
+// The zero value is not a valid day.
+type Day struct {
+	Year  int
+	Month time.Month
+	Dom   int
+}
+
+// NewDay returns the day; it does not normalise out-of-range values, use ParseDay
+// for input.
+func NewDay(year int, month time.Month, dom int) Day { return Day{year, month, dom} }
+
+// DayOf returns the Berlin calendar day of an instant.
+func DayOf(t time.Time) Day {
+	y, m, d := t.In(Berlin).Date()
+	return Day{y, m, d}
+}
+
+// ParseDay parses a strict YYYY-MM-DD day.
+func ParseDay(s string) (Day, error) {
+	if len(s) != 10 {
+		return Day{}, Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		return Day{}, Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
+	}
+	return Day{t.Year(), t.Month(), t.Day()}, nil
+}
+
+// String formats the day as YYYY-MM-DD.
+func (d Day) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Dom) }
+
+// IsZero reports whether d is the zero Day.
+func (d Day) IsZero() bool { return d == Day{} }
+
+// Start is local midnight of the day.
+func (d Day) Start() time.Time { return time.Date(d.Year, d.Month, d.Dom, 0, 0, 0, 0, Berlin) }
+
+// End is local midnight of the next day, the exclusive end of the delivery period.
+func (d Day) End() time.Time { return d.AddDays(1).Start() }
+
+// AddDays returns the day n calendar days later (earlier for negative n).
+func (d Day) AddDays(n int) Day {
+	t := time.Date(d.Year, d.Month, d.Dom+n, 12, 0, 0, 0, time.UTC)
+	return Day{t.Year(), t.Month(), t.Day()}
+}
+
+// Before reports whether d is earlier than o.
+func (d Day) Before(o Day) bool { return d.Compare(o) < 0 }
+
+// Compare returns -1, 0 or +1.
+func (d Day) Compare(o Day) int {
+	switch {
+	case d.Year != o.Year:
+		return cmp(d.Year, o.Year)
+	case d.Month != o.Month:
+		return cmp(int(d.Month), int(o.Month))
+	default:
+		return cmp(d.Dom, o.Dom)
+	}
+}
+
+func cmp(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Intervals is the number of quarter-hours of the delivery day: 96, or 92 on the
+// spring-forward day and 100 on the fall-back day. It is computed from the zone
+// rules rather than from "last Sunday" arithmetic so that it stays right if the
+// rules ever change.
+func (d Day) Intervals() int {
+	return int(d.End().Sub(d.Start()) / (15 * time.Minute))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Day) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Day) UnmarshalText(b []byte) error {
+	p, err := ParseDay(string(b))
+	if err != nil {
+		return err
+	}
+	*d = p
+	return nil
+}
