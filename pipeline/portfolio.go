@@ -1,0 +1,51 @@
+package pipeline
+
+import (
+	"regexp"
+	"time"
+)
+
+// Portfolio is a supplier's portfolio: the unit that owns submissions, keys and
+// schedules. ControlAreas is its active set; submissions for other areas are
+// rejected.
+type Portfolio struct {
+	ID             string        `json:"id"`
+	Name           string        `json:"name"`
+	ControlAreas   []ControlArea `json:"control_areas"`
+	BalancingGroup string        `json:"balancing_group,omitempty"`
+	CreatedAt      time.Time     `json:"created_at"`
+	UpdatedAt      time.Time     `json:"updated_at"`
+}
+
+var (
+	portfolioIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	// An EIC is 16 characters: 2 issuer digits, a type letter, 12 code
+	// characters and a check character. Balancing groups are type X.
+	eicPattern = regexp.MustCompile(`^[0-9]{2}[A-Z][0-9A-Z-]{12}[0-9A-Z]$`)
+)
+
+// ValidEIC reports whether s has the shape of an EIC.
+func ValidEIC(s string) bool { return eicPattern.MatchString(s) }
+
+// Active returns the portfolio's active set.
+func (p Portfolio) Active() AreaSet { return NewAreaSet(p.ControlAreas...) }
+
+// Validate checks the portfolio's fields.
+func (p Portfolio) Validate() error {
+	switch {
+	case !portfolioIDPattern.MatchString(p.ID):
+		return Errorf(Invalid, "portfolio id %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", p.ID)
+	case p.Name == "":
+		return Errorf(Invalid, "portfolio %s: name is required", p.ID)
+	case len(p.ControlAreas) == 0:
+		return Errorf(Invalid, "portfolio %s: at least one control area is required", p.ID)
+	case p.BalancingGroup != "" && !ValidEIC(p.BalancingGroup):
+		return Errorf(Invalid, "portfolio %s: balancing group %q is not a 16-character EIC", p.ID, p.BalancingGroup)
+	}
+	for _, a := range p.ControlAreas {
+		if _, ok := ParseControlArea(string(a)); !ok {
+			return Errorf(Invalid, "portfolio %s: unknown control area %q (want 50Hertz, Amprion, TenneT or TransnetBW)", p.ID, a)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package sqldb
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+type auditRow struct {
+	bun.BaseModel `bun:"table:audit_entries"`
+
+	ID          int64     `bun:"id,pk,autoincrement"`
+	ReceivedAt  time.Time `bun:"received_at"`
+	KeyID       *string   `bun:"key_id"`
+	PortfolioID *string   `bun:"portfolio_id"`
+	Endpoint    string    `bun:"endpoint"`
+	InputHash   *string   `bun:"input_hash"`
+	Outcome     string    `bun:"outcome"`
+	StatusCode  int       `bun:"status_code"`
+	Counts      *string   `bun:"counts"`
+	Detail      *string   `bun:"detail"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEntry) error {
+	row := auditRow{
+		ReceivedAt: a.ReceivedAt.UTC(), KeyID: nullable(a.KeyID), PortfolioID: nullable(a.PortfolioID),
+		Endpoint: a.Endpoint, InputHash: nullable(a.InputHash), Outcome: a.Outcome,
+		StatusCode: a.StatusCode, Detail: nullable(a.Detail),
+	}
+	if len(a.Counts) > 0 {
+		b, err := json.Marshal(a.Counts)
+		if err != nil {
+			return err
+		}
+		row.Counts = nullable(string(b))
+	}
+	if _, err := conn.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+		return fmt.Errorf("insert audit entry: %w", err)
+	}
+	a.ID = row.ID
+	return nil
+}
+
+// RecordAudit stores the audit entry of a request that staged nothing:
+// rejected, unauthorised or validate_only requests.
+func (db *DB) RecordAudit(ctx context.Context, a *pipeline.AuditEntry) error {
+	return db.insertAudit(ctx, db.bun, a)
+}
+
+// AuditByHash returns the audit entries of a portfolio with the input hash,
+// oldest first.
+func (db *DB) AuditByHash(ctx context.Context, portfolio, hash string) ([]pipeline.AuditEntry, error) {
+	var rows []auditRow
+	err := db.bun.NewSelect().Model(&rows).Where("portfolio_id = ?", portfolio).Where("input_hash = ?", hash).
+		Order("id").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("audit by hash: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, pipeline.Errorf(pipeline.NotFound, "no submission %s", hash)
+	}
+	out := make([]pipeline.AuditEntry, len(rows))
+	for i, r := range rows {
+		out[i] = pipeline.AuditEntry{
+			ID: r.ID, ReceivedAt: r.ReceivedAt.UTC(), KeyID: deref(r.KeyID), PortfolioID: deref(r.PortfolioID),
+			Endpoint: r.Endpoint, InputHash: deref(r.InputHash), Outcome: r.Outcome, StatusCode: r.StatusCode,
+			Detail: deref(r.Detail),
+		}
+		if r.Counts != nil {
+			if err := json.Unmarshal([]byte(*r.Counts), &out[i].Counts); err != nil {
+				return nil, fmt.Errorf("decode audit counts %d: %w", r.ID, err)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,243 @@
+// Package sqldb is the relational store of schedbridge: portfolios, API keys,
+// the audit trail and the versioned staging area. It speaks SQLite (the embedded
+// default) and PostgreSQL through uptrace/bun, with one schema and one contract
+// test suite for both.
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/driver/sqliteshim"
+	"github.com/uptrace/bun/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// Dialect names the SQL backend.
+type Dialect string
+
+// Supported backends.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is the schedbridge database.
+type DB struct {
+	bun     *bun.DB
+	dialect Dialect
+	// lockPath is the file that serialises migrations on SQLite, where there is
+	// no advisory lock; a crashed process releases its flock automatically.
+	lockPath string
+}
+
+// Options configure Open.
+type Options struct {
+	// URL selects the backend: "" or "sqlite:PATH" for SQLite, "postgres://..."
+	// or "postgresql://..." for PostgreSQL.
+	URL string
+	// DataDir holds the default SQLite file when URL is empty.
+	DataDir string
+	// MaxOpenConns caps the pool; 0 picks a default per backend.
+	MaxOpenConns int
+}
+
+// DefaultSQLiteFile is the name of the embedded database inside the data dir.
+const DefaultSQLiteFile = "schedbridge.db"
+
+// Open connects to the database named by the options. It does not migrate.
+func Open(ctx context.Context, o Options) (*DB, error) {
+	u := o.URL
+	switch {
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		sqldb, err := sql.Open("pgx", u)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		n := o.MaxOpenConns
+		if n == 0 {
+			n = 16
+		}
+		sqldb.SetMaxOpenConns(n)
+		sqldb.SetMaxIdleConns(n)
+		db := &DB{bun: bun.NewDB(sqldb, pgdialect.New()), dialect: Postgres}
+		if err := db.Ping(ctx); err != nil {
+			sqldb.Close()
+			return nil, fmt.Errorf("connect postgres %s: %w", redact(u), err)
+		}
+		return db, nil
+	case u == "" || strings.HasPrefix(u, "sqlite:"):
+		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//")
+		if path == "" {
+			dir := o.DataDir
+			if dir == "" {
+				dir = "var"
+			}
+			path = filepath.Join(dir, DefaultSQLiteFile)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, fmt.Errorf("create database directory: %w", err)
+		}
+		// WAL lets readers run beside the single writer; _txlock=immediate takes
+		// the write lock at BEGIN, so two writers queue on busy_timeout instead of
+		// failing with SQLITE_BUSY when a read transaction tries to upgrade.
+		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+			"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+		sqldb, err := sql.Open(sqliteshim.ShimName, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		n := o.MaxOpenConns
+		if n == 0 {
+			n = 4
+		}
+		sqldb.SetMaxOpenConns(n)
+		sqldb.SetMaxIdleConns(n)
+		sqldb.SetConnMaxIdleTime(0)
+		db := &DB{bun: bun.NewDB(sqldb, sqlitedialect.New()), dialect: SQLite, lockPath: path + ".migrate.lock"}
+		if err := db.Ping(ctx); err != nil {
+			sqldb.Close()
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		return db, nil
+	default:
+		return nil, fmt.Errorf("database url %q: want postgres://... or sqlite:PATH", redact(u))
+	}
+}
+
+// redact removes the password from a database URL for messages and logs.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable url)"
+	}
+	return u.Redacted()
+}
+
+// Dialect reports the backend.
+func (db *DB) Dialect() Dialect { return db.dialect }
+
+// Close closes the pool.
+func (db *DB) Close() error { return db.bun.Close() }
+
+// Ping checks that the database answers a query.
+func (db *DB) Ping(ctx context.Context) error {
+	var one int
+	return db.bun.NewRaw("SELECT 1").Scan(ctx, &one)
+}
+
+type templateData struct{ ID, TS string }
+
+func (db *DB) migrator() *migrate.Migrator {
+	ms := migrate.NewMigrations()
+	if err := ms.Discover(migrationFiles); err != nil {
+		// The files are embedded at build time; a failure here is a build defect.
+		panic(fmt.Sprintf("discover migrations: %v", err))
+	}
+	td := templateData{ID: "INTEGER PRIMARY KEY AUTOINCREMENT", TS: "TIMESTAMP"}
+	if db.dialect == Postgres {
+		td = templateData{ID: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", TS: "TIMESTAMPTZ"}
+	}
+	return migrate.NewMigrator(db.bun, ms, migrate.WithTemplateData(td), migrate.WithMarkAppliedOnSuccess(true))
+}
+
+// Migrate applies pending migrations under a lock, so that two processes
+// starting at once apply each migration once. It returns the names applied.
+func (db *DB) Migrate(ctx context.Context) ([]string, error) {
+	unlock, err := db.lockMigrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	m := db.migrator()
+	if err := m.Init(ctx); err != nil {
+		return nil, fmt.Errorf("init migrations: %w", err)
+	}
+	group, err := m.Migrate(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	var names []string
+	for _, mig := range group.Migrations {
+		names = append(names, mig.Name)
+	}
+	return names, nil
+}
+
+// PendingMigrations lists migrations not applied yet.
+func (db *DB) PendingMigrations(ctx context.Context) ([]string, error) {
+	m := db.migrator()
+	if err := m.Init(ctx); err != nil {
+		return nil, err
+	}
+	ms, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, mig := range ms.Unapplied() {
+		names = append(names, mig.Name)
+	}
+	return names, nil
+}
+
+// lockMigrations takes a lock that the operating system or the server releases
+// when the holder dies, unlike bun's lock table whose row would outlive a crash.
+func (db *DB) lockMigrations(ctx context.Context) (func(), error) {
+	if db.dialect == Postgres {
+		conn, err := db.bun.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(7413920011)"); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("lock migrations: %w", err)
+		}
+		return func() {
+			// A fresh context: the caller's may be cancelled, and the lock must go.
+			_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7413920011)")
+			conn.Close()
+		}, nil
+	}
+	f, err := os.OpenFile(db.lockPath, os.O_CREATE|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("lock migrations: %w", err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("lock migrations: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("lock migrations: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+}
+
+// inTx runs fn in a transaction and commits when it returns nil.
+func (db *DB) inTx(ctx context.Context, fn func(tx bun.Tx) error) error {
+	return db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(tx) })
+}

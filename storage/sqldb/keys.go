@@ -1,0 +1,111 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+type apiKeyRow struct {
+	bun.BaseModel `bun:"table:api_keys"`
+
+	ID          string     `bun:"id,pk"`
+	Hash        string     `bun:"hash"`
+	Scope       string     `bun:"scope"`
+	PortfolioID *string    `bun:"portfolio_id"`
+	Label       string     `bun:"label"`
+	CreatedAt   time.Time  `bun:"created_at"`
+	RevokedAt   *time.Time `bun:"revoked_at"`
+}
+
+func (r apiKeyRow) domain() pipeline.APIKey {
+	k := pipeline.APIKey{ID: r.ID, Scope: pipeline.Scope(r.Scope), Label: r.Label, CreatedAt: r.CreatedAt.UTC()}
+	if r.PortfolioID != nil {
+		k.PortfolioID = *r.PortfolioID
+	}
+	if r.RevokedAt != nil {
+		t := r.RevokedAt.UTC()
+		k.RevokedAt = &t
+	}
+	return k
+}
+
+// CreateKey stores a key by the hash of its secret.
+func (db *DB) CreateKey(ctx context.Context, k pipeline.APIKey, secretHash string) error {
+	if k.Scope.NeedsPortfolio() && k.PortfolioID == "" {
+		return pipeline.Errorf(pipeline.Invalid, "a %s key belongs to a portfolio: pass --portfolio", k.Scope)
+	}
+	if !k.Scope.NeedsPortfolio() && k.PortfolioID != "" {
+		return pipeline.Errorf(pipeline.Invalid, "a %s key does not belong to a portfolio", k.Scope)
+	}
+	row := apiKeyRow{ID: k.ID, Hash: secretHash, Scope: string(k.Scope), Label: k.Label, CreatedAt: k.CreatedAt.UTC()}
+	if k.PortfolioID != "" {
+		if _, err := db.Portfolio(ctx, k.PortfolioID); err != nil {
+			return err
+		}
+		row.PortfolioID = &k.PortfolioID
+	}
+	if _, err := db.bun.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return fmt.Errorf("create key: %w", err)
+	}
+	return nil
+}
+
+// KeyByHash finds a key, revoked or not, by the hash of its secret.
+func (db *DB) KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, error) {
+	var row apiKeyRow
+	err := db.bun.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pipeline.APIKey{}, pipeline.Errorf(pipeline.NotFound, "key not found")
+	}
+	if err != nil {
+		return pipeline.APIKey{}, fmt.Errorf("look up key: %w", err)
+	}
+	return row.domain(), nil
+}
+
+// Keys lists all keys, oldest first.
+func (db *DB) Keys(ctx context.Context) ([]pipeline.APIKey, error) {
+	var rows []apiKeyRow
+	if err := db.bun.NewSelect().Model(&rows).Order("created_at", "id").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	out := make([]pipeline.APIKey, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// RevokeKey marks a key revoked. Revoking twice keeps the first time.
+func (db *DB) RevokeKey(ctx context.Context, id string, now time.Time) error {
+	res, err := db.bun.NewUpdate().Model((*apiKeyRow)(nil)).Set("revoked_at = ?", now.UTC()).
+		Where("id = ?", id).Where("revoked_at IS NULL").Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("revoke key %s: %w", id, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := db.keyByID(ctx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (db *DB) keyByID(ctx context.Context, id string) (pipeline.APIKey, error) {
+	var row apiKeyRow
+	err := db.bun.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pipeline.APIKey{}, pipeline.Errorf(pipeline.NotFound, "key %s not found", id)
+	}
+	if err != nil {
+		return pipeline.APIKey{}, fmt.Errorf("get key %s: %w", id, err)
+	}
+	return row.domain(), nil
+}

@@ -1,0 +1,364 @@
+package sqldb
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// stagingTable describes one versioned table of the staging area. Every such
+// table has portfolio_id, its key columns, version, content_hash, input_hash,
+// its payload columns, received_at and superseded_at; the current version of a
+// key is the row whose superseded_at is NULL.
+type stagingTable struct {
+	name    string
+	keyCols []string
+	payCols []string
+}
+
+var (
+	forecastTable = stagingTable{"forecast_versions", []string{"delivery_day"}, []string{"body"}}
+	locationTable = stagingTable{"location_versions", []string{"malo"}, []string{"slices"}}
+	meteredTable  = stagingTable{"metered_versions", []string{"malo", "day"}, []string{"unit", "vals"}}
+	profileTable  = stagingTable{"profile_versions", []string{"mga", "profile", "day"}, []string{"vals"}}
+)
+
+// stageItem is one key of a submission with its payload. hash identifies the
+// content: equal hashes mean an identical re-send, which writes nothing.
+type stageItem struct {
+	key     []string
+	hash    string
+	payload []any
+}
+
+// Chunk sizes keep statements below the parameter limits of both backends
+// (SQLite: 32766 host parameters, PostgreSQL: 65535).
+const (
+	lookupChunk = 500
+	insertChunk = 500
+)
+
+func contentHash(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// stage writes new versions for the items whose content differs from the
+// current version and supersedes those, in the caller's transaction.
+func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, inputHash string,
+	now time.Time, items []stageItem) (pipeline.StageResult, error) {
+	var res pipeline.StageResult
+	if db.dialect == Postgres {
+		// Two writers of the same portfolio and table must not both read "version
+		// 3 is current" and both write version 4; SQLite's immediate transactions
+		// already serialise writers.
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+			portfolio+"/"+t.name); err != nil {
+			return res, err
+		}
+	}
+	type current struct {
+		id      int64
+		version int
+		hash    string
+	}
+	cur := make(map[string]current, len(items))
+	for start := 0; start < len(items); start += lookupChunk {
+		chunk := items[start:min(start+lookupChunk, len(items))]
+		var q strings.Builder
+		args := make([]any, 0, 1+len(chunk)*len(t.keyCols))
+		fmt.Fprintf(&q, "SELECT id, version, content_hash, %s FROM %s WHERE portfolio_id = ? AND superseded_at IS NULL AND (%s) IN (",
+			strings.Join(t.keyCols, ", "), t.name, strings.Join(t.keyCols, ", "))
+		args = append(args, portfolio)
+		for i, it := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(" + placeholders(len(t.keyCols)) + ")")
+			for _, k := range it.key {
+				args = append(args, k)
+			}
+		}
+		q.WriteString(")")
+		rows, err := tx.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return res, fmt.Errorf("look up current %s: %w", t.name, err)
+		}
+		keys := make([]string, len(t.keyCols))
+		dest := []any{new(int64), new(int), new(string)}
+		for i := range keys {
+			dest = append(dest, &keys[i])
+		}
+		for rows.Next() {
+			if err := rows.Scan(dest...); err != nil {
+				rows.Close()
+				return res, err
+			}
+			cur[strings.Join(keys, "\x00")] = current{*dest[0].(*int64), *dest[1].(*int), *dest[2].(*string)}
+		}
+		if err := rows.Close(); err != nil {
+			return res, err
+		}
+		if err := rows.Err(); err != nil {
+			return res, err
+		}
+	}
+
+	var supersede []any
+	type newRow struct {
+		it      stageItem
+		version int
+	}
+	var inserts []newRow
+	for _, it := range items {
+		c, ok := cur[strings.Join(it.key, "\x00")]
+		switch {
+		case ok && c.hash == it.hash:
+			res.Unchanged++
+			res.Version = max(res.Version, c.version)
+			continue
+		case ok:
+			res.Replaced++
+			supersede = append(supersede, c.id)
+			inserts = append(inserts, newRow{it, c.version + 1})
+		default:
+			res.Created++
+			inserts = append(inserts, newRow{it, 1})
+		}
+		res.Version = max(res.Version, inserts[len(inserts)-1].version)
+	}
+	res.Tally()
+
+	// Supersede before inserting: the partial unique index allows one current
+	// row per key at any moment.
+	for start := 0; start < len(supersede); start += insertChunk {
+		ids := supersede[start:min(start+insertChunk, len(supersede))]
+		q := fmt.Sprintf("UPDATE %s SET superseded_at = ? WHERE id IN (%s)", t.name, placeholders(len(ids)))
+		if _, err := tx.ExecContext(ctx, q, append([]any{now.UTC()}, ids...)...); err != nil {
+			return res, fmt.Errorf("supersede %s: %w", t.name, err)
+		}
+	}
+	cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
+		append(t.payCols, "received_at")...)
+	rowPH := "(" + placeholders(len(cols)) + ")"
+	for start := 0; start < len(inserts); start += insertChunk {
+		chunk := inserts[start:min(start+insertChunk, len(inserts))]
+		var q strings.Builder
+		fmt.Fprintf(&q, "INSERT INTO %s (%s) VALUES ", t.name, strings.Join(cols, ", "))
+		args := make([]any, 0, len(chunk)*len(cols))
+		for i, r := range chunk {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString(rowPH)
+			args = append(args, portfolio)
+			for _, k := range r.it.key {
+				args = append(args, k)
+			}
+			args = append(args, r.version, r.it.hash, inputHash)
+			args = append(args, r.it.payload...)
+			args = append(args, now.UTC())
+		}
+		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return res, fmt.Errorf("insert %s: %w", t.name, err)
+		}
+	}
+	return res, nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// stageAndAudit runs one staging write and its audit entry in one transaction,
+// so that a crash never leaves a version without its request record or the
+// reverse.
+func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.AuditEntry, items []stageItem) (pipeline.StageResult, error) {
+	var res pipeline.StageResult
+	err := db.inTx(ctx, func(tx bun.Tx) error {
+		var err error
+		res, err = db.stage(ctx, tx, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
+		if err != nil {
+			return err
+		}
+		a.Outcome = string(res.Status)
+		return db.insertAudit(ctx, tx, a)
+	})
+	if err != nil {
+		return res, fmt.Errorf("stage %s for %s: %w", t.name, a.PortfolioID, err)
+	}
+	return res, nil
+}
+
+// StageForecast stores a forecast as the new current version of its delivery
+// day unless it is identical to the current one. canonical is the validated
+// submission's canonical JSON, kept as the version's body.
+func (db *DB) StageForecast(ctx context.Context, a *pipeline.AuditEntry, f pipeline.Forecast, canonical []byte) (pipeline.StageResult, error) {
+	day := f.DeliveryDay.String()
+	return db.stageAndAudit(ctx, forecastTable, a, []stageItem{{
+		key: []string{day}, hash: contentHash(canonical), payload: []any{string(canonical)},
+	}})
+}
+
+// StageLocations replaces the whole history of each listed market location.
+func (db *DB) StageLocations(ctx context.Context, a *pipeline.AuditEntry, locs []pipeline.Location) (pipeline.StageResult, error) {
+	items := make([]stageItem, len(locs))
+	for i, l := range locs {
+		b, err := json.Marshal(l.Slices)
+		if err != nil {
+			return pipeline.StageResult{}, err
+		}
+		items[i] = stageItem{key: []string{l.Malo}, hash: contentHash(b), payload: []any{string(b)}}
+	}
+	return db.stageAndAudit(ctx, locationTable, a, items)
+}
+
+// StageMetered stores metered days per market location.
+func (db *DB) StageMetered(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.MeteredEntry) (pipeline.StageResult, error) {
+	items := make([]stageItem, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e.Values)
+		if err != nil {
+			return pipeline.StageResult{}, err
+		}
+		items[i] = stageItem{
+			key:  []string{e.Malo, e.Day.String()},
+			hash: contentHash([]byte(e.Unit), b), payload: []any{string(e.Unit), string(b)},
+		}
+	}
+	return db.stageAndAudit(ctx, meteredTable, a, items)
+}
+
+// StageProfiles stores rolled-out profile days per MGA and profile.
+func (db *DB) StageProfiles(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.ProfileEntry) (pipeline.StageResult, error) {
+	items := make([]stageItem, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e.ValuesKWh)
+		if err != nil {
+			return pipeline.StageResult{}, err
+		}
+		items[i] = stageItem{key: []string{e.MGA, e.Profile, e.Day.String()}, hash: contentHash(b), payload: []any{string(b)}}
+	}
+	return db.stageAndAudit(ctx, profileTable, a, items)
+}
+
+type versionCols struct {
+	Version      int        `bun:"version"`
+	InputHash    string     `bun:"input_hash"`
+	ReceivedAt   time.Time  `bun:"received_at"`
+	SupersededAt *time.Time `bun:"superseded_at"`
+}
+
+func (v versionCols) domain() pipeline.Version {
+	out := pipeline.Version{Version: v.Version, InputHash: v.InputHash, ReceivedAt: v.ReceivedAt.UTC()}
+	if v.SupersededAt != nil {
+		t := v.SupersededAt.UTC()
+		out.SupersededAt = &t
+	}
+	return out
+}
+
+type forecastRow struct {
+	bun.BaseModel `bun:"table:forecast_versions"`
+	versionCols
+	DeliveryDay string `bun:"delivery_day"`
+	Body        string `bun:"body"`
+}
+
+// Forecast returns a forecast version of a delivery day: the current one when
+// version is 0.
+func (db *DB) Forecast(ctx context.Context, portfolio string, day pipeline.Day, version int) (pipeline.StoredForecast, error) {
+	var row forecastRow
+	q := db.bun.NewSelect().Model(&row).Where("portfolio_id = ?", portfolio).Where("delivery_day = ?", day.String())
+	if version == 0 {
+		q = q.Where("superseded_at IS NULL")
+	} else {
+		q = q.Where("version = ?", version)
+	}
+	if err := q.Scan(ctx); errors.Is(err, sql.ErrNoRows) {
+		return pipeline.StoredForecast{}, pipeline.Errorf(pipeline.NotFound, "no forecast for %s", day)
+	} else if err != nil {
+		return pipeline.StoredForecast{}, fmt.Errorf("get forecast %s %s: %w", portfolio, day, err)
+	}
+	return pipeline.StoredForecast{
+		Version: row.domain(), PortfolioID: portfolio, DeliveryDay: day, Body: json.RawMessage(row.Body),
+	}, nil
+}
+
+// ForecastVersions lists every stored version of a delivery day, newest first.
+func (db *DB) ForecastVersions(ctx context.Context, portfolio string, day pipeline.Day) ([]pipeline.Version, error) {
+	var rows []versionCols
+	err := db.bun.NewSelect().Table(forecastTable.name).Column("version", "input_hash", "received_at", "superseded_at").
+		Where("portfolio_id = ?", portfolio).Where("delivery_day = ?", day.String()).
+		Order("version DESC").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("list forecast versions %s %s: %w", portfolio, day, err)
+	}
+	if len(rows) == 0 {
+		return nil, pipeline.Errorf(pipeline.NotFound, "no forecast for %s", day)
+	}
+	out := make([]pipeline.Version, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+type locationRow struct {
+	bun.BaseModel `bun:"table:location_versions"`
+	versionCols
+	Malo   string `bun:"malo"`
+	Slices string `bun:"slices"`
+}
+
+// Location returns the current master data of a market location.
+func (db *DB) Location(ctx context.Context, portfolio, malo string) (pipeline.StoredLocation, error) {
+	var row locationRow
+	err := db.bun.NewSelect().Model(&row).Where("portfolio_id = ?", portfolio).Where("malo = ?", malo).
+		Where("superseded_at IS NULL").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pipeline.StoredLocation{}, pipeline.Errorf(pipeline.NotFound, "no master data for MaLo '%s'", malo)
+	}
+	if err != nil {
+		return pipeline.StoredLocation{}, fmt.Errorf("get location %s %s: %w", portfolio, malo, err)
+	}
+	out := pipeline.StoredLocation{Version: row.domain(), PortfolioID: portfolio, Malo: malo}
+	if err := json.Unmarshal([]byte(row.Slices), &out.Slices); err != nil {
+		return out, fmt.Errorf("decode slices of %s: %w", malo, err)
+	}
+	return out, nil
+}
+
+var stagingKinds = map[string]stagingTable{
+	"forecast": forecastTable, "location": locationTable, "metered": meteredTable, "profile": profileTable,
+}
+
+// CountVersions counts the stored versions of a staging kind (forecast,
+// location, metered, profile) for a portfolio: only the current ones, or all
+// with the superseded history. Contract tests and operator views use it.
+func (db *DB) CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error) {
+	t, ok := stagingKinds[kind]
+	if !ok {
+		return 0, pipeline.Errorf(pipeline.Invalid, "unknown staging kind %q", kind)
+	}
+	q := db.bun.NewSelect().Table(t.name).Where("portfolio_id = ?", portfolio)
+	if currentOnly {
+		q = q.Where("superseded_at IS NULL")
+	}
+	n, err := q.Count(ctx)
+	return int(n), err
+}
