@@ -17,6 +17,7 @@ const (
 	Forbidden    ErrorKind = "forbidden"
 	Unauthorized ErrorKind = "unauthorized"
 	TooLarge     ErrorKind = "too_large"
+	RateLimited  ErrorKind = "rate_limited"
 	Unavailable  ErrorKind = "unavailable"
 	Internal     ErrorKind = "internal"
 )

@@ -1,0 +1,167 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+const (
+	ctxKey       = "schedbridge.key"
+	ctxPortfolio = "schedbridge.portfolio"
+	ctxAudit     = "schedbridge.audit"
+	headerAPIKey = "X-API-Key"
+)
+
+// requireScope authenticates the X-API-Key header and checks its scope. The
+// key is taken from that header only: a key in the query, the body or a plain
+// Authorization value is never looked at, so it cannot end up in access logs.
+func (s *Server) requireScope(scope pipeline.Scope) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		values := c.Request.Header.Values(headerAPIKey)
+		if len(values) == 0 {
+			if a := c.GetHeader("Authorization"); strings.HasPrefix(strings.ToLower(a), "bearer ") {
+				s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "bearer token not accepted: no token issuer is registered; send the key in the X-API-Key header"))
+				return
+			}
+			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "missing API key: send it in the X-API-Key header"))
+			return
+		}
+		if len(values) > 1 {
+			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "send exactly one X-API-Key header"))
+			return
+		}
+		key, err := s.deps.Keys.KeyByHash(c.Request.Context(), pipeline.HashKey(values[0]))
+		switch {
+		case pipeline.KindOf(err) == pipeline.NotFound:
+			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "invalid API key"))
+			return
+		case err != nil:
+			s.fail(c, err)
+			return
+		case key.Revoked():
+			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "API key %s has been revoked", key.ID))
+			return
+		}
+		c.Set(ctxKey, key)
+		if a := auditOf(c); a != nil {
+			a.KeyID = key.ID
+			a.PortfolioID = key.PortfolioID
+		}
+		if key.Scope != scope {
+			s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", scope, key.ID, key.Scope))
+			return
+		}
+		if key.PortfolioID != "" {
+			p, err := s.deps.Portfolios.Portfolio(c.Request.Context(), key.PortfolioID)
+			if err != nil {
+				s.fail(c, fmt.Errorf("portfolio of key %s: %w", key.ID, err))
+				return
+			}
+			c.Set(ctxPortfolio, p)
+		}
+		c.Next()
+	}
+}
+
+func portfolioOf(c *gin.Context) pipeline.Portfolio {
+	return c.MustGet(ctxPortfolio).(pipeline.Portfolio)
+}
+
+func (s *Server) limiter(keyID string) *rate.Limiter {
+	s.limMu.Lock()
+	defer s.limMu.Unlock()
+	l, ok := s.limiters[keyID]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(s.cfg.RatePerSecond), s.cfg.RateBurst)
+		s.limiters[keyID] = l
+	}
+	return l
+}
+
+// rateLimit applies a token bucket per API key; it runs after authentication
+// so that one client's burst never throttles another.
+func (s *Server) rateLimit(c *gin.Context) {
+	if s.cfg.RatePerSecond < 0 {
+		c.Next()
+		return
+	}
+	key := c.MustGet(ctxKey).(pipeline.APIKey)
+	now := s.now()
+	r := s.limiter(key.ID).ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		secs := max(1, int(math.Ceil(d.Seconds())))
+		c.Header("Retry-After", strconv.Itoa(secs))
+		s.fail(c, pipeline.Errorf(pipeline.RateLimited, "rate limit of %g requests per second exceeded; retry after %d s", s.cfg.RatePerSecond, secs))
+		return
+	}
+	c.Next()
+}
+
+// audit records every data submission, accepted or not. Accepted ones are
+// written by the staging transaction itself; this middleware writes the rest
+// once the handler has answered.
+func (s *Server) audit(c *gin.Context) {
+	a := &pipeline.AuditEntry{ReceivedAt: s.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath()}
+	c.Set(ctxAudit, a)
+	c.Next()
+	a.StatusCode = c.Writer.Status()
+	if a.Outcome == "" {
+		a.Outcome = outcomeOf[a.StatusCode]
+		if a.Outcome == "" {
+			a.Outcome = strconv.Itoa(a.StatusCode)
+		}
+	}
+	s.accepted.WithLabelValues(a.Endpoint, a.Outcome).Inc()
+	if a.ID != 0 {
+		return
+	}
+	if err := s.deps.Audit.RecordAudit(c.Request.Context(), a); err != nil {
+		s.log.ErrorContext(c.Request.Context(), "record audit entry", "endpoint", a.Endpoint, "err", err)
+	}
+}
+
+func auditOf(c *gin.Context) *pipeline.AuditEntry {
+	if v, ok := c.Get(ctxAudit); ok {
+		return v.(*pipeline.AuditEntry)
+	}
+	return nil
+}
+
+func setAuditDetail(c *gin.Context, err error) {
+	if a := auditOf(c); a != nil && a.Detail == "" {
+		a.Detail = pipeline.MessageOf(err)
+		if msg := firstMessage(err); msg != "" {
+			a.Detail = msg
+		}
+	}
+}
+
+// readBody reads the whole body under the configured limit. MaxBytesReader
+// also catches chunked bodies that announce no length.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	limit := s.cfg.MaxBodyBytes
+	tooLarge := pipeline.Errorf(pipeline.TooLarge, "request body exceeds the limit of %d bytes; split the submission", limit)
+	if c.Request.ContentLength > limit {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, tooLarge
+	}
+	if err != nil {
+		return nil, pipeline.Errorf(pipeline.Invalid, "read request body: %v", err)
+	}
+	return body, nil
+}

@@ -1,0 +1,76 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// statusOf is the one table from the error vocabulary to HTTP status codes.
+var statusOf = map[pipeline.ErrorKind]int{
+	pipeline.Invalid:      http.StatusUnprocessableEntity,
+	pipeline.NotFound:     http.StatusNotFound,
+	pipeline.Conflict:     http.StatusConflict,
+	pipeline.Forbidden:    http.StatusForbidden,
+	pipeline.Unauthorized: http.StatusUnauthorized,
+	pipeline.TooLarge:     http.StatusRequestEntityTooLarge,
+	pipeline.RateLimited:  http.StatusTooManyRequests,
+	pipeline.Unavailable:  http.StatusServiceUnavailable,
+	pipeline.Internal:     http.StatusInternalServerError,
+}
+
+// outcomeOf names a rejected request in the audit trail.
+var outcomeOf = map[int]string{
+	http.StatusUnauthorized:          "unauthorized",
+	http.StatusForbidden:             "forbidden",
+	http.StatusRequestEntityTooLarge: "too_large",
+	http.StatusUnprocessableEntity:   "rejected",
+	http.StatusTooManyRequests:       "rate_limited",
+	http.StatusServiceUnavailable:    "unavailable",
+	http.StatusInternalServerError:   "error",
+}
+
+// fail renders err and aborts the request. Validation errors keep the shapes
+// FastAPI clients know: a list of problems for schema failures, the first
+// message plus all messages for business failures; everything else is
+// {"detail": "..."}.
+func (s *Server) fail(c *gin.Context, err error) {
+	var se *ingest.SchemaError
+	var be *ingest.BusinessError
+	switch {
+	case errors.As(err, &se):
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{"detail": se.Problems})
+	case errors.As(err, &be):
+		c.AbortWithStatusJSON(http.StatusUnprocessableEntity, gin.H{
+			"detail": be.Messages[0], "errors": be.Messages, "error_count": be.Total,
+		})
+	default:
+		kind := pipeline.KindOf(err)
+		status := statusOf[kind]
+		if kind == pipeline.Internal {
+			s.log.ErrorContext(c.Request.Context(), "request failed", slog.String("route", c.FullPath()), slog.Any("err", err))
+		}
+		c.AbortWithStatusJSON(status, gin.H{"detail": pipeline.MessageOf(err)})
+	}
+	if c.Writer.Status() >= 400 {
+		setAuditDetail(c, err)
+	}
+}
+
+// firstMessage is the text the audit trail keeps for a validation failure.
+func firstMessage(err error) string {
+	var se *ingest.SchemaError
+	var be *ingest.BusinessError
+	switch {
+	case errors.As(err, &se) && len(se.Problems) > 0:
+		return se.Problems[0].Msg
+	case errors.As(err, &be) && len(be.Messages) > 0:
+		return be.Messages[0]
+	}
+	return ""
+}

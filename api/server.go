@@ -1,0 +1,259 @@
+// Package api is the HTTP surface of schedbridge, and the only package that
+// knows gin. Handlers decode with ingest, act through small interfaces that the
+// storage adapters implement, and map the error vocabulary to status codes in
+// one table (errors.go).
+package api
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// Keys finds API keys by the hash of their secret.
+type Keys interface {
+	KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, error)
+}
+
+// Portfolios reads portfolios.
+type Portfolios interface {
+	Portfolio(ctx context.Context, id string) (pipeline.Portfolio, error)
+}
+
+// Staging stores submissions with their audit entries and reads them back.
+type Staging interface {
+	StageForecast(ctx context.Context, a *pipeline.AuditEntry, f pipeline.Forecast, canonical []byte) (pipeline.StageResult, error)
+	StageLocations(ctx context.Context, a *pipeline.AuditEntry, locs []pipeline.Location) (pipeline.StageResult, error)
+	StageMetered(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.MeteredEntry) (pipeline.StageResult, error)
+	StageProfiles(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.ProfileEntry) (pipeline.StageResult, error)
+	Forecast(ctx context.Context, portfolio string, day pipeline.Day, version int) (pipeline.StoredForecast, error)
+	ForecastVersions(ctx context.Context, portfolio string, day pipeline.Day) ([]pipeline.Version, error)
+	Location(ctx context.Context, portfolio, malo string) (pipeline.StoredLocation, error)
+}
+
+// Audit records and reads the audit trail of data requests.
+type Audit interface {
+	RecordAudit(ctx context.Context, a *pipeline.AuditEntry) error
+	AuditByHash(ctx context.Context, portfolio, hash string) ([]pipeline.AuditEntry, error)
+}
+
+// Pinger reports whether the database answers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Deps are the adapters the API acts through.
+type Deps struct {
+	Keys       Keys
+	Portfolios Portfolios
+	Staging    Staging
+	Audit      Audit
+	DB         Pinger
+}
+
+// Config tunes the API. Zero values pick the documented defaults.
+type Config struct {
+	// MaxBodyBytes caps request bodies (413 above). Default 64 MiB.
+	MaxBodyBytes int64
+	// RatePerSecond and RateBurst limit requests per API key (429 above);
+	// RatePerSecond < 0 switches the limit off. Defaults 50/s, burst 100.
+	RatePerSecond float64
+	RateBurst     int
+	// RetryAfter is what 503 answers tell clients while the server drains.
+	RetryAfter time.Duration
+	// Now is the clock; tests inject a fixed one.
+	Now func() time.Time
+	// Logger receives structured request and error logs.
+	Logger *slog.Logger
+	// Registry receives the API's metrics; nil creates a private one.
+	Registry *prometheus.Registry
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg      Config
+	deps     Deps
+	log      *slog.Logger
+	now      func() time.Time
+	engine   *gin.Engine
+	draining atomic.Bool
+	working  atomic.Int64
+
+	limMu    sync.Mutex
+	limiters map[string]*rate.Limiter
+
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	inflight prometheus.Gauge
+	accepted *prometheus.CounterVec
+}
+
+// New builds the server and its routes.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 64 << 20
+	}
+	if cfg.RatePerSecond == 0 {
+		cfg.RatePerSecond = 50
+	}
+	if cfg.RateBurst <= 0 {
+		cfg.RateBurst = max(1, int(2*cfg.RatePerSecond))
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, now: cfg.Now, limiters: map[string]*rate.Limiter{}}
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedbridge_http_requests_total", Help: "HTTP requests by method, route and status code.",
+	}, []string{"method", "route", "code"})
+	s.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "schedbridge_http_request_duration_seconds", Help: "HTTP request latency by method and route.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	}, []string{"method", "route"})
+	s.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "schedbridge_http_requests_in_flight", Help: "HTTP requests being served.",
+	})
+	s.accepted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedbridge_submissions_total", Help: "Data submissions by endpoint and outcome.",
+	}, []string{"endpoint", "outcome"})
+	cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.accepted)
+
+	gin.SetMode(gin.ReleaseMode)
+	e := gin.New()
+	e.HandleMethodNotAllowed = true
+	e.ContextWithFallback = true
+	e.Use(s.recoverer, s.observe, s.drain)
+	e.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"}) })
+	e.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"}) })
+
+	e.GET("/health", s.health)
+	e.GET("/openapi.json", s.openapi)
+	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
+
+	// Writes are audited from the first middleware on, so that requests refused
+	// for their key or their rate are in the trail too.
+	v1 := e.Group("/v1")
+	write := v1.Group("", s.audit, s.requireScope(pipeline.ScopeData), s.rateLimit)
+	data := v1.Group("", s.requireScope(pipeline.ScopeData), s.rateLimit)
+	write.POST("/forecasts", s.postForecast)
+	write.PUT("/master-data", s.putMasterData)
+	write.POST("/metered-data", s.postMeteredData)
+	write.POST("/profiles", s.postProfiles)
+	data.GET("/forecasts/:delivery_day", s.getForecast)
+	data.GET("/forecasts/:delivery_day/versions", s.getForecastVersions)
+	data.GET("/master-data/:malo", s.getMasterData)
+	data.GET("/submissions/:input_hash", s.getSubmission)
+	s.engine = e
+	return s
+}
+
+// Handler is the root HTTP handler.
+func (s *Server) Handler() http.Handler { return s.engine }
+
+// Routes lists the registered method and path pairs (gin syntax), for the
+// OpenAPI completeness test and for operators.
+func (s *Server) Routes() gin.RoutesInfo { return s.engine.Routes() }
+
+// Drain makes the server answer every new request with 503 and Retry-After,
+// for the time between SIGTERM and the end of in-flight requests.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+func (s *Server) retryAfter() string {
+	return strconv.Itoa(int(math.Ceil(s.cfg.RetryAfter.Seconds())))
+}
+
+func (s *Server) drain(c *gin.Context) {
+	if s.draining.Load() {
+		c.Header("Retry-After", s.retryAfter())
+		c.Header("Connection", "close")
+		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{
+			"detail": "service is restarting; retry the identical request after " + s.retryAfter() + " s",
+		})
+		return
+	}
+	s.working.Add(1)
+	defer s.working.Add(-1)
+	c.Next()
+}
+
+// InFlight is the number of requests being worked on, not counting those
+// answered with 503 while draining.
+func (s *Server) InFlight() int64 { return s.working.Load() }
+
+// recoverer turns a panic into a 500 with the usual body and a log line, so a
+// bug in one handler does not take the connection down without an answer.
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			s.log.ErrorContext(c.Request.Context(), "panic", slog.Any("panic", r), slog.String("route", c.FullPath()))
+			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"detail": "internal error"})
+		}
+	}()
+	c.Next()
+}
+
+// observe logs and measures every request. It logs the route pattern and the
+// key id, never the key, the query string or the body.
+func (s *Server) observe(c *gin.Context) {
+	start := time.Now()
+	s.inflight.Inc()
+	c.Next()
+	s.inflight.Dec()
+	route := c.FullPath()
+	if route == "" {
+		route = "unmatched"
+	}
+	code := c.Writer.Status()
+	s.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(code)).Inc()
+	s.duration.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
+	attrs := []slog.Attr{
+		slog.String("method", c.Request.Method), slog.String("route", route), slog.Int("status", code),
+		slog.Duration("duration", time.Since(start)), slog.Int64("bytes_in", c.Request.ContentLength),
+	}
+	if k, ok := c.Get(ctxKey); ok {
+		attrs = append(attrs, slog.String("key_id", k.(pipeline.APIKey).ID))
+	}
+	level := slog.LevelInfo
+	switch {
+	case code == http.StatusServiceUnavailable:
+		level = slog.LevelWarn // draining or database down: expected, and reported by /health
+	case code >= 500:
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(c.Request.Context(), level, "request", attrs...)
+}
+
+func (s *Server) health(c *gin.Context) {
+	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.deps.DB.Ping(ctx); err != nil {
+		s.log.WarnContext(ctx, "health: database unreachable", slog.Any("err", err))
+		c.JSON(http.StatusServiceUnavailable, gin.H{"status": "unavailable", "database": "unreachable"})
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": "ok", "database": "ok"})
+}

@@ -1,0 +1,419 @@
+// Command schedbridge is the scheduling bridge: the HTTP API, the operator
+// commands for portfolios and keys, and database migrations. It is the only
+// package that reads flags and the environment; it wires the adapters.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+const usage = `schedbridge: the scheduling bridge of a German balancing group.
+
+Usage:
+  schedbridge [--config FILE] COMMAND [ARGS]
+
+Commands:
+  serve                                  run the HTTP API (applies pending migrations first)
+  migrate                                apply pending migrations and exit
+  portfolio put ID --name NAME --control-areas 50Hertz,TenneT [--balancing-group EIC]
+  portfolio list [--json]
+  key create --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
+  key list [--json]
+  key revoke ID
+
+Configuration comes from the environment (SCHEDBRIDGE_ADDR, SCHEDBRIDGE_DATA_DIR,
+SCHEDBRIDGE_DATABASE_URL, SCHEDBRIDGE_MAX_BODY_BYTES, ...; see README) and an
+optional YAML file given with --config.
+`
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+}
+
+// app carries what every command needs.
+type app struct {
+	cfg    Config
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+	now    func() time.Time
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	configPath, args := extractConfigFlag(args)
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	cfg, err := loadConfig(configPath, getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "schedbridge:", err)
+		return 2
+	}
+	a := &app{cfg: cfg, stdout: stdout, stderr: stderr, log: newLogger(cfg, stderr), now: time.Now}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		err = a.serve(ctx)
+	case "migrate":
+		err = a.migrate(ctx)
+	case "portfolio":
+		err = a.portfolio(ctx, rest)
+	case "key":
+		err = a.key(ctx, rest)
+	default:
+		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+	if err != nil {
+		var ue usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintln(stderr, "schedbridge:", err)
+			return 2
+		}
+		fmt.Fprintln(stderr, "schedbridge:", err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// extractConfigFlag takes --config FILE (or --config=FILE) from anywhere in
+// the arguments, so it works before and after the command.
+func extractConfigFlag(args []string) (string, []string) {
+	var path string
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "--config" || a == "-config") && i+1 < len(args):
+			path = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--config="):
+			path = strings.TrimPrefix(a, "--config=")
+		default:
+			out = append(out, a)
+		}
+	}
+	return path, out
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// openDB opens the configured database and applies pending migrations, so
+// that any command works on a fresh data directory.
+func (a *app) openDB(ctx context.Context) (*sqldb.DB, error) {
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: a.cfg.DatabaseURL, DataDir: a.cfg.DataDir})
+	if err != nil {
+		return nil, err
+	}
+	applied, err := db.Migrate(ctx)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	for _, name := range applied {
+		a.log.Info("migration applied", "name", name, "dialect", string(db.Dialect()))
+	}
+	return db, nil
+}
+
+func (a *app) migrate(ctx context.Context) error {
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintf(a.stderr, "database (%s) is up to date\n", db.Dialect())
+	return nil
+}
+
+// parseInterspersed parses flags that may stand before, between or after
+// positional arguments, as `portfolio put ID --name X` needs.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{err.Error()}
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func newFlagSet(name string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	return fs
+}
+
+func (a *app) portfolio(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("portfolio: want put or list")
+	}
+	switch args[0] {
+	case "put":
+		fs := newFlagSet("portfolio put", a.stderr)
+		name := fs.String("name", "", "display name (required)")
+		areas := fs.String("control-areas", "", "comma-separated active control areas: 50Hertz, Amprion, TenneT, TransnetBW")
+		bg := fs.String("balancing-group", "", "EIC of the portfolio's balancing group")
+		pos, err := parseInterspersed(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 1 {
+			return usagef("portfolio put: want exactly one ID")
+		}
+		p := pipeline.Portfolio{ID: pos[0], Name: *name, BalancingGroup: *bg}
+		for _, s := range strings.Split(*areas, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				p.ControlAreas = append(p.ControlAreas, pipeline.ControlArea(s))
+			}
+		}
+		if err := p.Validate(); err != nil {
+			return usagef("%s", pipeline.MessageOf(err))
+		}
+		db, err := a.openDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		created, err := db.PutPortfolio(ctx, p, a.now())
+		if err != nil {
+			return err
+		}
+		verb := "updated"
+		if created {
+			verb = "created"
+		}
+		fmt.Fprintf(a.stderr, "portfolio %s %s\n", p.ID, verb)
+		return nil
+	case "list":
+		fs := newFlagSet("portfolio list", a.stderr)
+		asJSON := fs.Bool("json", false, "print JSON")
+		if _, err := parseInterspersed(fs, args[1:]); err != nil {
+			return err
+		}
+		db, err := a.openDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		ps, err := db.Portfolios(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(a.stdout).Encode(ps)
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tCONTROL AREAS\tBALANCING GROUP")
+		for _, p := range ps {
+			areas := make([]string, len(p.ControlAreas))
+			for i, c := range p.ControlAreas {
+				areas[i] = string(c)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Name, strings.Join(areas, ","), p.BalancingGroup)
+		}
+		return tw.Flush()
+	}
+	return usagef("portfolio: unknown subcommand %q", args[0])
+}
+
+func (a *app) key(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("key: want create, list or revoke")
+	}
+	switch args[0] {
+	case "create":
+		fs := newFlagSet("key create", a.stderr)
+		scope := fs.String("scope", "", "data, process, report or mobile (required)")
+		portfolio := fs.String("portfolio", "", "portfolio of a data or report key")
+		label := fs.String("label", "", "free text to recognise the key by")
+		pos, err := parseInterspersed(fs, args[1:])
+		if err != nil {
+			return err
+		}
+		if len(pos) != 0 {
+			return usagef("key create: unexpected argument %q", pos[0])
+		}
+		sc, err := pipeline.ParseScope(*scope)
+		if err != nil {
+			return usagef("%s", pipeline.MessageOf(err))
+		}
+		id, secret, err := pipeline.NewKey(rand.Reader)
+		if err != nil {
+			return err
+		}
+		db, err := a.openDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		k := pipeline.APIKey{ID: id, Scope: sc, PortfolioID: *portfolio, Label: *label, CreatedAt: a.now().UTC()}
+		if err := db.CreateKey(ctx, k, pipeline.HashKey(secret)); err != nil {
+			if pipeline.KindOf(err) != pipeline.Internal {
+				return usagef("%s", pipeline.MessageOf(err))
+			}
+			return err
+		}
+		// The secret goes to stdout and nowhere else, so that scripts can
+		// capture it with $(...); it cannot be shown again.
+		fmt.Fprintln(a.stdout, secret)
+		fmt.Fprintf(a.stderr, "key %s created (scope %s); store it now, it is shown once\n", id, sc)
+		return nil
+	case "list":
+		fs := newFlagSet("key list", a.stderr)
+		asJSON := fs.Bool("json", false, "print JSON")
+		if _, err := parseInterspersed(fs, args[1:]); err != nil {
+			return err
+		}
+		db, err := a.openDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		keys, err := db.Keys(ctx)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(a.stdout).Encode(keys)
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED")
+		for _, k := range keys {
+			revoked := "-"
+			if k.RevokedAt != nil {
+				revoked = k.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Scope, orDash(k.PortfolioID), orDash(k.Label),
+				k.CreatedAt.Format(time.RFC3339), revoked)
+		}
+		return tw.Flush()
+	case "revoke":
+		if len(args) != 2 {
+			return usagef("key revoke: want exactly one key ID")
+		}
+		db, err := a.openDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if err := db.RevokeKey(ctx, args[1], a.now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "key %s revoked\n", args[1])
+		return nil
+	}
+	return usagef("key: unknown subcommand %q", args[0])
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// serve runs the API until SIGTERM or SIGINT, then drains: new requests get
+// 503 with Retry-After while requests in flight finish, and the process exits 0.
+func (a *app) serve(ctx context.Context) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	rate := a.cfg.RateLimit
+	if rate == 0 {
+		rate = -1 // 0 in the configuration means no limit
+	}
+	srv := api.New(api.Config{
+		MaxBodyBytes: a.cfg.MaxBodyBytes, RatePerSecond: rate, RateBurst: a.cfg.RateBurst,
+		RetryAfter: a.cfg.RetryAfter, Logger: a.log, Registry: reg,
+	}, api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db})
+
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	a.log.Info("serving", "addr", ln.Addr().String(), "dialect", string(db.Dialect()), "data_dir", a.cfg.DataDir)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	a.log.Info("shutting down: draining")
+	srv.Drain()
+	deadline := time.Now().Add(a.cfg.ShutdownTimeout)
+	// Keep the listener open for the grace period and until the work in flight
+	// is done, so that late clients get a 503 with Retry-After rather than a
+	// refused connection.
+	time.Sleep(a.cfg.DrainGrace)
+	for srv.InFlight() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	sctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	a.log.Info("stopped")
+	return nil
+}
