@@ -27,13 +27,13 @@ var now = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
 
 // fixture is a server on a real database with portfolios and keys of every scope.
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	db   *sqldb.DB
 	srv  *api.Server
 	keys map[string]string // name -> secret
 }
 
-func newFixture(t *testing.T, d sqldb.Dialect, cfg api.Config) *fixture {
+func newFixture(t testing.TB, d sqldb.Dialect, cfg api.Config) *fixture {
 	db := sqltest.Open(t, d)
 	ctx := context.Background()
 	for _, p := range []pipeline.Portfolio{

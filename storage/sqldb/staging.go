@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -77,31 +78,16 @@ func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, i
 		hash    string
 	}
 	cur := make(map[string]current, len(items))
-	for start := 0; start < len(items); start += lookupChunk {
-		chunk := items[start:min(start+lookupChunk, len(items))]
-		var q strings.Builder
-		args := make([]any, 0, 1+len(chunk)*len(t.keyCols))
-		fmt.Fprintf(&q, "SELECT id, version, content_hash, %s FROM %s WHERE portfolio_id = ? AND superseded_at IS NULL AND (%s) IN (",
-			strings.Join(t.keyCols, ", "), t.name, strings.Join(t.keyCols, ", "))
-		args = append(args, portfolio)
-		for i, it := range chunk {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(" + placeholders(len(t.keyCols)) + ")")
-			for _, k := range it.key {
-				args = append(args, k)
-			}
-		}
-		q.WriteString(")")
-		rows, err := tx.QueryContext(ctx, q.String(), args...)
+	keys := make([]string, len(t.keyCols))
+	dest := []any{new(int64), new(int), new(string)}
+	for i := range keys {
+		dest = append(dest, &keys[i])
+	}
+	for start := 0; start < len(items); start += db.lookupChunk() {
+		q, args := db.currentQuery(t, portfolio, items[start:min(start+db.lookupChunk(), len(items))])
+		rows, err := tx.QueryContext(ctx, q, args...)
 		if err != nil {
 			return res, fmt.Errorf("look up current %s: %w", t.name, err)
-		}
-		keys := make([]string, len(t.keyCols))
-		dest := []any{new(int64), new(int), new(string)}
-		for i := range keys {
-			dest = append(dest, &keys[i])
 		}
 		for rows.Next() {
 			if err := rows.Scan(dest...); err != nil {
@@ -178,6 +164,69 @@ func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, i
 		}
 	}
 	return res, nil
+}
+
+// lookupChunk is how many keys one lookup of current versions carries.
+// PostgreSQL takes all keys at once as arrays; SQLite takes row values in
+// chunks below its host-parameter limit.
+func (db *DB) lookupChunk() int {
+	if db.dialect == Postgres {
+		return 1 << 30
+	}
+	return lookupChunk
+}
+
+// currentQuery selects id, version, content_hash and the key columns of the
+// current versions of the given keys. PostgreSQL plans a row-value IN list of
+// hundreds of tuples as a filter over the whole table (2 s for 10,000 keys
+// against 50,000 rows here), so it joins unnest()ed key arrays instead, which
+// uses the partial unique index of current rows.
+func (db *DB) currentQuery(t stagingTable, portfolio string, items []stageItem) (string, []any) {
+	cols := strings.Join(t.keyCols, ", ")
+	if db.dialect == Postgres {
+		arrays := make([][]string, len(t.keyCols))
+		for c := range arrays {
+			arrays[c] = make([]string, len(items))
+			for i, it := range items {
+				arrays[c][i] = it.key[c]
+			}
+		}
+		var on, un []string
+		args := make([]any, 0, len(arrays)+1)
+		for c, col := range t.keyCols {
+			on = append(on, fmt.Sprintf("v.%s = k.%s", col, col))
+			un = append(un, "?::text[]")
+			args = append(args, pgdialect.Array(arrays[c]))
+		}
+		q := fmt.Sprintf("SELECT v.id, v.version, v.content_hash, %s FROM %s v JOIN unnest(%s) AS k(%s) ON %s "+
+			"WHERE v.portfolio_id = ? AND v.superseded_at IS NULL",
+			prefixed("v.", t.keyCols), t.name, strings.Join(un, ", "), cols, strings.Join(on, " AND "))
+		return q, append(args, portfolio)
+	}
+	var q strings.Builder
+	args := make([]any, 0, 1+len(items)*len(t.keyCols))
+	fmt.Fprintf(&q, "SELECT id, version, content_hash, %s FROM %s WHERE portfolio_id = ? AND superseded_at IS NULL AND (%s) IN (",
+		cols, t.name, cols)
+	args = append(args, portfolio)
+	for i, it := range items {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(" + placeholders(len(t.keyCols)) + ")")
+		for _, k := range it.key {
+			args = append(args, k)
+		}
+	}
+	q.WriteString(")")
+	return q.String(), args
+}
+
+func prefixed(prefix string, cols []string) string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = prefix + c
+	}
+	return strings.Join(out, ", ")
 }
 
 func placeholders(n int) string {
