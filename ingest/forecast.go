@@ -1,0 +1,144 @@
+package ingest
+
+import (
+	"sort"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// Rules are the caller-specific facts that business validation needs.
+type Rules struct {
+	Active pipeline.AreaSet // the caller's portfolio's active control areas
+}
+
+// ForecastSubmission is a validated body of POST /v1/forecasts.
+type ForecastSubmission struct {
+	Forecast     pipeline.Forecast
+	ValidateOnly bool
+	InputHash    string // hex SHA-256 of Canonical
+	Canonical    []byte // canonical JSON of the validated submission, without validate_only
+}
+
+// DecodeForecast decodes and validates a forecast body (model
+// ForecastSubmission: delivery_day, series, malo_mapping, validate_only).
+// Errors are *SchemaError or *BusinessError.
+func DecodeForecast(body []byte, r Rules) (*ForecastSubmission, error) {
+	c, root, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	loc := bodyPath()
+	f := pipeline.Forecast{MaloMapping: map[string]pipeline.ControlArea{}}
+	validateOnly := false
+	c.dateField(root, loc, "delivery_day", required, &f.DeliveryDay)
+	list(c, root, loc, "series", required, c.seriesModel, &f.Series)
+	c.maloMapping(root, loc, "malo_mapping", f.MaloMapping)
+	c.flag(root, loc, "validate_only", &validateOnly)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	if err := forecastRules(&f, r); err != nil {
+		return nil, err
+	}
+	canonical := canonicalForecast(&f, len(body))
+	return &ForecastSubmission{Forecast: f, ValidateOnly: validateOnly, InputHash: inputHash(canonical), Canonical: canonical}, nil
+}
+
+// seriesModel validates one Series.
+func (c *checker) seriesModel(loc path, n *node) (pipeline.Series, bool) {
+	s := pipeline.Series{Unit: pipeline.MW}
+	if !c.model(loc, n, "Series") {
+		return s, false
+	}
+	ok := text(c, n, loc, "control_area", optional, anyText, &s.ControlArea)
+	ok = text(c, n, loc, "malo", optional, maloRule, &s.Malo) && ok
+	ok = choice(c, n, loc, "kind", required, seriesKinds, &s.Kind) && ok
+	ok = choice(c, n, loc, "unit", defaulted, forecastUnits, &s.Unit) && ok
+	ok = c.quantities(n, loc, "values", &s.Values) && ok
+	if !ok {
+		return s, false // pydantic runs a model validator only on valid fields
+	}
+	if n.present("control_area") == n.present("malo") {
+		c.valueError(loc, n, "exactly one of control_area or malo must be set")
+		return s, false
+	}
+	return s, true
+}
+
+// maloMapping validates dict[Malo, str] into dst.
+func (c *checker) maloMapping(obj *node, loc path, name string, dst map[string]pipeline.ControlArea) bool {
+	v, ok := c.lookup(obj, loc, name, defaulted)
+	if v == nil {
+		return ok
+	}
+	l := loc.at(name)
+	if v.kind != kindObject {
+		c.fail(l, "dict_type", "Input should be a valid dictionary", v, nil)
+		return false
+	}
+	seen := make(map[string]bool, len(v.obj))
+	for i := range v.obj {
+		k := v.obj[i].key
+		if seen[k] {
+			continue
+		}
+		// Like the dict Python builds: a repeated key keeps its first place
+		// and its last value.
+		seen[k] = true
+		_, goodKey := c.text(l.at(k).at("[key]"), &node{kind: kindString, str: k}, maloRule)
+		area, goodValue := c.text(l.at(k), v.field(k), anyText)
+		if goodKey && goodValue {
+			dst[k] = pipeline.ControlArea(area)
+		}
+		ok = ok && goodKey && goodValue
+	}
+	return ok
+}
+
+// forecastRules checks a schema-valid forecast against the domain: interval
+// count, active control areas, mapping coverage, duplicates.
+func forecastRules(f *pipeline.Forecast, r Rules) error {
+	var out findings
+	day := f.DeliveryDay
+	want := day.Intervals()
+	for i, s := range f.Series {
+		if len(s.Values) != want {
+			out.addf("series[%d] has %d intervals, expected %d for %s", i, len(s.Values), want, day)
+		}
+		if s.Malo == "" {
+			if !r.Active.Has(string(s.ControlArea)) {
+				out.addf("series[%d]: control area %s is not in the active set", i, s.ControlArea)
+			}
+		} else if _, ok := f.MaloMapping[s.Malo]; !ok {
+			out.addf("series[%d]: no malo_mapping entry for MaLo '%s'", i, s.Malo)
+		}
+	}
+	malos := make([]string, 0, len(f.MaloMapping))
+	for m := range f.MaloMapping {
+		malos = append(malos, m)
+	}
+	sort.Strings(malos)
+	for _, m := range malos {
+		if area := f.MaloMapping[m]; !r.Active.Has(string(area)) {
+			out.addf("malo_mapping['%s']: control area %s is not in the active set", m, area)
+		}
+	}
+	type key struct {
+		byMalo bool
+		tag    string
+		kind   pipeline.Kind
+	}
+	first := make(map[key]int, len(f.Series))
+	for i, s := range f.Series {
+		k := key{byMalo: s.Malo != "", tag: string(s.ControlArea), kind: s.Kind}
+		if k.byMalo {
+			k.tag = s.Malo
+		}
+		if j, dup := first[k]; dup {
+			out.addf("series[%d]: duplicate of series[%d] (%s, %s)", i, j, k.tag, s.Kind)
+		} else {
+			first[k] = i
+		}
+	}
+	return out.err()
+}
