@@ -231,33 +231,14 @@ func (a *app) portfolio(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.stderr, "portfolio %s %s\n", p.ID, verb)
 		return nil
 	case "list":
-		fs := newFlagSet("portfolio list", a.stderr)
-		asJSON := fs.Bool("json", false, "print JSON")
-		if _, err := parseInterspersed(fs, args[1:]); err != nil {
-			return err
-		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		ps, err := db.Portfolios(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(a.stdout).Encode(ps)
-		}
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tNAME\tCONTROL AREAS\tBALANCING GROUP")
-		for _, p := range ps {
-			areas := make([]string, len(p.ControlAreas))
-			for i, c := range p.ControlAreas {
-				areas[i] = string(c)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ID, p.Name, strings.Join(areas, ","), p.BalancingGroup)
-		}
-		return tw.Flush()
+		return listCmd(ctx, a, "portfolio list", args[1:], (*sqldb.DB).Portfolios,
+			"ID\tNAME\tCONTROL AREAS\tBALANCING GROUP", func(p pipeline.Portfolio) []string {
+				areas := make([]string, len(p.ControlAreas))
+				for i, c := range p.ControlAreas {
+					areas[i] = string(c)
+				}
+				return []string{p.ID, p.Name, strings.Join(areas, ","), p.BalancingGroup}
+			})
 	}
 	return usagef("portfolio: unknown subcommand %q", args[0])
 }
@@ -305,34 +286,14 @@ func (a *app) key(ctx context.Context, args []string) error {
 		fmt.Fprintf(a.stderr, "key %s created (scope %s); store it now, it is shown once\n", id, sc)
 		return nil
 	case "list":
-		fs := newFlagSet("key list", a.stderr)
-		asJSON := fs.Bool("json", false, "print JSON")
-		if _, err := parseInterspersed(fs, args[1:]); err != nil {
-			return err
-		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		keys, err := db.Keys(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(a.stdout).Encode(keys)
-		}
-		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED")
-		for _, k := range keys {
-			revoked := "-"
-			if k.RevokedAt != nil {
-				revoked = k.RevokedAt.Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Scope, orDash(k.PortfolioID), orDash(k.Label),
-				k.CreatedAt.Format(time.RFC3339), revoked)
-		}
-		return tw.Flush()
+		return listCmd(ctx, a, "key list", args[1:], (*sqldb.DB).Keys,
+			"ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED", func(k pipeline.APIKey) []string {
+				revoked := "-"
+				if k.RevokedAt != nil {
+					revoked = k.RevokedAt.Format(time.RFC3339)
+				}
+				return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339), revoked}
+			})
 	case "revoke":
 		if len(args) != 2 {
 			return usagef("key revoke: want exactly one key ID")
@@ -349,6 +310,34 @@ func (a *app) key(ctx context.Context, args []string) error {
 		return nil
 	}
 	return usagef("key: unknown subcommand %q", args[0])
+}
+
+// listCmd prints what fetch returns as a table, or as JSON with --json.
+func listCmd[T any](ctx context.Context, a *app, name string, args []string,
+	fetch func(*sqldb.DB, context.Context) ([]T, error), header string, row func(T) []string) error {
+	fs := newFlagSet(name, a.stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return err
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	items, err := fetch(db, ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(a.stdout).Encode(items)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, strings.Join(row(it), "\t"))
+	}
+	return tw.Flush()
 }
 
 func orDash(s string) string {
