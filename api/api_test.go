@@ -160,7 +160,27 @@ func TestAuthentication(t *testing.T) {
 				}
 			}
 		}
-		// Every refused write is in the audit trail, with the key where known.
+		// Every write request is in the audit trail, refused ones too, with the
+		// key where it was known.
+		entries, err := f.db.RecentAudit(context.Background(), 100)
+		if err != nil || len(entries) != len(tests) {
+			t.Fatalf("audit entries = %d, %v; want %d", len(entries), err, len(tests))
+		}
+		for i, tt := range tests {
+			e := entries[len(entries)-1-i]
+			if e.StatusCode != tt.want || e.Endpoint != "POST /v1/forecasts" {
+				t.Errorf("audit %s: %+v", tt.name, e)
+			}
+		}
+		if e := entries[len(entries)-1]; e.Outcome != "unauthorized" || e.KeyID != "" || e.Detail != tests[0].detail {
+			t.Errorf("audit of keyless request: %+v", e)
+		}
+		if e := entries[len(entries)-8]; e.Outcome != "forbidden" || e.KeyID != "key_report1" || e.PortfolioID != "p1" {
+			t.Errorf("audit of report key: %+v", e)
+		}
+		if e := entries[0]; e.Outcome != "created" || e.InputHash == "" || e.Counts["values"] != 96 {
+			t.Errorf("audit of accepted request: %+v", e)
+		}
 		if r := f.as("report1", "GET", "/v1/master-data/01234567890", nil); r.code != 403 {
 			t.Errorf("report key on read-back: %d", r.code)
 		}

@@ -78,6 +78,20 @@ func (db *DB) AuditByHash(ctx context.Context, portfolio, hash string) ([]pipeli
 	if len(rows) == 0 {
 		return nil, pipeline.Errorf(pipeline.NotFound, "no submission %s", hash)
 	}
+	return auditEntries(rows)
+}
+
+// RecentAudit returns the newest audit entries of all portfolios, newest
+// first, including requests refused before a portfolio was known.
+func (db *DB) RecentAudit(ctx context.Context, limit int) ([]pipeline.AuditEntry, error) {
+	var rows []auditRow
+	if err := db.bun.NewSelect().Model(&rows).Order("id DESC").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("recent audit: %w", err)
+	}
+	return auditEntries(rows)
+}
+
+func auditEntries(rows []auditRow) ([]pipeline.AuditEntry, error) {
 	out := make([]pipeline.AuditEntry, len(rows))
 	for i, r := range rows {
 		out[i] = pipeline.AuditEntry{
