@@ -184,6 +184,12 @@ func TestAuthentication(t *testing.T) {
 		if r := f.as("report1", "GET", "/v1/master-data/01234567890", nil); r.code != 403 {
 			t.Errorf("report key on read-back: %d", r.code)
 		}
+		f.as("data1", "GET", "/v1/master-data/01234567890", nil)
+		entries, _ = f.db.RecentAudit(context.Background(), 2)
+		if len(entries) != 2 || entries[0].Endpoint != "GET /v1/master-data/:malo" || entries[0].Outcome != "not_found" ||
+			entries[1].Outcome != "forbidden" {
+			t.Errorf("reads not audited: %+v", entries)
+		}
 	})
 }
 

@@ -24,8 +24,11 @@ var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.Internal:     http.StatusInternalServerError,
 }
 
-// outcomeOf names a rejected request in the audit trail.
+// outcomeOf names a request in the audit trail when the handler did not:
+// reads and refused requests.
 var outcomeOf = map[int]string{
+	http.StatusOK:                    "ok",
+	http.StatusNotFound:              "not_found",
 	http.StatusUnauthorized:          "unauthorized",
 	http.StatusForbidden:             "forbidden",
 	http.StatusRequestEntityTooLarge: "too_large",

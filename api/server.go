@@ -151,15 +151,13 @@ func New(cfg Config, deps Deps) *Server {
 	e.GET("/openapi.json", s.openapi)
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 
-	// Writes are audited from the first middleware on, so that requests refused
-	// for their key or their rate are in the trail too.
-	v1 := e.Group("/v1")
-	write := v1.Group("", s.audit, s.requireScope(pipeline.ScopeData), s.rateLimit)
-	data := v1.Group("", s.requireScope(pipeline.ScopeData), s.rateLimit)
-	write.POST("/forecasts", s.postForecast)
-	write.PUT("/master-data", s.putMasterData)
-	write.POST("/metered-data", s.postMeteredData)
-	write.POST("/profiles", s.postProfiles)
+	// Every data request is audited from the first middleware on, so that
+	// requests refused for their key or their rate are in the trail too.
+	data := e.Group("/v1", s.audit, s.requireScope(pipeline.ScopeData), s.rateLimit)
+	data.POST("/forecasts", s.postForecast)
+	data.PUT("/master-data", s.putMasterData)
+	data.POST("/metered-data", s.postMeteredData)
+	data.POST("/profiles", s.postProfiles)
 	data.GET("/forecasts/:delivery_day", s.getForecast)
 	data.GET("/forecasts/:delivery_day/versions", s.getForecastVersions)
 	data.GET("/master-data/:malo", s.getMasterData)
