@@ -425,17 +425,27 @@ func (c *checker) amount(obj *node, loc path, name string, dst **float64) bool {
 	return ok
 }
 
-// quantities validates a required list of quantities into dst. The common case,
-// an array of valid numbers, costs one comparison per value and no copy.
-func (c *checker) quantities(obj *node, loc path, name string, dst *[]float64) bool {
-	v, ok := c.lookup(obj, loc, name, required)
+// listField looks up a field that must be a list. It returns nil when the
+// field is absent (ok tells whether that is allowed) or not a list (reported).
+func (c *checker) listField(obj *node, loc path, name string, pr presence) (*node, path, bool) {
+	v, ok := c.lookup(obj, loc, name, pr)
 	if v == nil {
-		return ok
+		return nil, nil, ok
 	}
 	l := loc.at(name)
 	if v.kind != kindArray {
 		c.fail(l, "list_type", "Input should be a valid list", v, nil)
-		return false
+		return nil, l, false
+	}
+	return v, l, true
+}
+
+// quantities validates a required list of quantities into dst. The common case,
+// an array of valid numbers, costs one comparison per value and no copy.
+func (c *checker) quantities(obj *node, loc path, name string, dst *[]float64) bool {
+	v, l, ok := c.listField(obj, loc, name, required)
+	if v == nil {
+		return ok
 	}
 	if v.nums != nil {
 		ok := true
@@ -472,14 +482,9 @@ func (c *checker) quantities(obj *node, loc path, name string, dst *[]float64) b
 // list validates a list of at least one model into dst. Items are validated
 // even after one fails, because pydantic reports all of them.
 func list[T any](c *checker, obj *node, loc path, name string, pr presence, item func(path, *node) (T, bool), dst *[]T) bool {
-	v, ok := c.lookup(obj, loc, name, pr)
+	v, l, ok := c.listField(obj, loc, name, pr)
 	if v == nil {
 		return ok
-	}
-	l := loc.at(name)
-	if v.kind != kindArray {
-		c.fail(l, "list_type", "Input should be a valid list", v, nil)
-		return false
 	}
 	elems := c.elems(v)
 	if len(elems) == 0 {
