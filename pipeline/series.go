@@ -78,25 +78,10 @@ type Slice struct {
 	ValidTo              *Day         `json:"valid_to,omitempty"`
 }
 
-// Covers reports whether the slice's window contains the day.
-func (s Slice) Covers(d Day) bool {
-	return !d.Before(s.ValidFrom) && (s.ValidTo == nil || d.Before(*s.ValidTo))
-}
-
 // Location is a market location (MaLo) with its whole master-data history.
 type Location struct {
 	Malo   string  `json:"malo"`
 	Slices []Slice `json:"slices"`
-}
-
-// SliceOn returns the slice in force on the day, if any.
-func (l Location) SliceOn(d Day) (Slice, bool) {
-	for _, s := range l.Slices {
-		if s.Covers(d) {
-			return s, true
-		}
-	}
-	return Slice{}, false
 }
 
 // MeteredEntry is a day of quarter-hour metered values of one market location.
