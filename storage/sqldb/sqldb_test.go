@@ -321,3 +321,26 @@ func TestStageConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// A failed staging transaction stores neither versions nor its audit entry,
+// and leaves the entry unsaved for the caller to record.
+func TestStageFailureLeavesAuditToCaller(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		f, b := forecast(pipeline.NewDay(2026, time.November, 23), 1)
+		a := audit("unknown-portfolio", "h")
+		if _, err := db.StageForecast(ctx, a, f, b); err == nil {
+			t.Fatal("staging for an unknown portfolio succeeded")
+		}
+		if a.ID != 0 || a.Outcome != "" {
+			t.Errorf("entry after rollback: id %d outcome %q", a.ID, a.Outcome)
+		}
+		if entries, err := db.RecentAudit(ctx, 10); err != nil || len(entries) != 0 {
+			t.Errorf("audit after rollback: %v, %v", entries, err)
+		}
+		a.Outcome, a.StatusCode = "error", 500
+		if err := db.RecordAudit(ctx, a); err != nil || a.ID == 0 {
+			t.Errorf("record after rollback: id %d, %v", a.ID, err)
+		}
+	})
+}

@@ -238,18 +238,23 @@ func placeholders(n int) string {
 // reverse.
 func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.AuditEntry, items []stageItem) (pipeline.StageResult, error) {
 	var res pipeline.StageResult
+	// The transaction works on a copy: only a committed entry may reach the
+	// caller with its id, or the caller would think a rolled-back entry stored
+	// and not record the failed request.
+	entry := *a
 	err := db.inTx(ctx, func(tx bun.Tx) error {
 		var err error
 		res, err = db.stage(ctx, tx, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
 		if err != nil {
 			return err
 		}
-		a.Outcome = string(res.Status)
-		return db.insertAudit(ctx, tx, a)
+		entry.Outcome = string(res.Status)
+		return db.insertAudit(ctx, tx, &entry)
 	})
 	if err != nil {
-		return res, fmt.Errorf("stage %s for %s: %w", t.name, a.PortfolioID, err)
+		return pipeline.StageResult{}, fmt.Errorf("stage %s for %s: %w", t.name, a.PortfolioID, err)
 	}
+	*a = entry
 	return res, nil
 }
 
