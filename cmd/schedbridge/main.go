@@ -91,12 +91,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return 2
 	}
 	if err != nil {
+		fmt.Fprintln(stderr, "schedbridge:", err)
+		// Bad arguments, whether the command line caught them or the domain
+		// did, exit 2; failures of the work itself exit 1.
 		var ue usageError
-		if errors.As(err, &ue) {
-			fmt.Fprintln(stderr, "schedbridge:", err)
+		if errors.As(err, &ue) || pipeline.KindOf(err) == pipeline.Invalid {
 			return 2
 		}
-		fmt.Fprintln(stderr, "schedbridge:", err)
 		return 1
 	}
 	return 0
@@ -212,9 +213,6 @@ func (a *app) portfolio(ctx context.Context, args []string) error {
 				p.ControlAreas = append(p.ControlAreas, pipeline.ControlArea(s))
 			}
 		}
-		if err := p.Validate(); err != nil {
-			return usagef("%s", pipeline.MessageOf(err))
-		}
 		db, err := a.openDB(ctx)
 		if err != nil {
 			return err
@@ -262,7 +260,7 @@ func (a *app) key(ctx context.Context, args []string) error {
 		}
 		sc, err := pipeline.ParseScope(*scope)
 		if err != nil {
-			return usagef("%s", pipeline.MessageOf(err))
+			return err
 		}
 		id, secret, err := pipeline.NewKey(rand.Reader)
 		if err != nil {
@@ -275,9 +273,6 @@ func (a *app) key(ctx context.Context, args []string) error {
 		defer db.Close()
 		k := pipeline.APIKey{ID: id, Scope: sc, PortfolioID: *portfolio, Label: *label, CreatedAt: a.now().UTC()}
 		if err := db.CreateKey(ctx, k, pipeline.HashKey(secret)); err != nil {
-			if pipeline.KindOf(err) != pipeline.Internal {
-				return usagef("%s", pipeline.MessageOf(err))
-			}
 			return err
 		}
 		// The secret goes to stdout and nowhere else, so that scripts can
