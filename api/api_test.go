@@ -68,9 +68,6 @@ func newFixture(t testing.TB, d sqldb.Dialect, cfg api.Config) *fixture {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.RatePerSecond == 0 {
-		cfg.RatePerSecond = -1
-	}
 	f.srv = api.New(cfg, api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db})
 	return f
 }

@@ -91,7 +91,7 @@ func (s *Server) limiter(keyID string) *rate.Limiter {
 // rateLimit applies a token bucket per API key; it runs after authentication
 // so that one client's burst never throttles another.
 func (s *Server) rateLimit(c *gin.Context) {
-	if s.cfg.RatePerSecond < 0 {
+	if s.cfg.RatePerSecond <= 0 {
 		c.Next()
 		return
 	}
@@ -108,9 +108,9 @@ func (s *Server) rateLimit(c *gin.Context) {
 	c.Next()
 }
 
-// audit records every data submission, accepted or not. Accepted ones are
-// written by the staging transaction itself; this middleware writes the rest
-// once the handler has answered.
+// audit records every request to the data endpoints, accepted or not.
+// Accepted submissions are written by the staging transaction itself; this
+// middleware writes the rest once the handler has answered.
 func (s *Server) audit(c *gin.Context) {
 	a := &pipeline.AuditEntry{ReceivedAt: s.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath()}
 	c.Set(ctxAudit, a)
@@ -122,7 +122,7 @@ func (s *Server) audit(c *gin.Context) {
 			a.Outcome = strconv.Itoa(a.StatusCode)
 		}
 	}
-	s.accepted.WithLabelValues(a.Endpoint, a.Outcome).Inc()
+	s.dataReqs.WithLabelValues(a.Endpoint, a.Outcome).Inc()
 	if a.ID != 0 {
 		return
 	}
@@ -140,9 +140,8 @@ func auditOf(c *gin.Context) *pipeline.AuditEntry {
 
 func setAuditDetail(c *gin.Context, err error) {
 	if a := auditOf(c); a != nil && a.Detail == "" {
-		a.Detail = pipeline.MessageOf(err)
-		if msg := firstMessage(err); msg != "" {
-			a.Detail = msg
+		if a.Detail = firstMessage(err); a.Detail == "" {
+			a.Detail = pipeline.MessageOf(err)
 		}
 	}
 }

@@ -68,7 +68,8 @@ type Config struct {
 	// MaxBodyBytes caps request bodies (413 above). Default 64 MiB.
 	MaxBodyBytes int64
 	// RatePerSecond and RateBurst limit requests per API key (429 above);
-	// RatePerSecond < 0 switches the limit off. Defaults 50/s, burst 100.
+	// RatePerSecond 0 switches the limit off. RateBurst defaults to twice the
+	// rate. The production default (50/s) is the binary's configuration.
 	RatePerSecond float64
 	RateBurst     int
 	// RetryAfter is what 503 answers tell clients while the server drains.
@@ -97,16 +98,13 @@ type Server struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
-	accepted *prometheus.CounterVec
+	dataReqs *prometheus.CounterVec
 }
 
 // New builds the server and its routes.
 func New(cfg Config, deps Deps) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 64 << 20
-	}
-	if cfg.RatePerSecond == 0 {
-		cfg.RatePerSecond = 50
 	}
 	if cfg.RateBurst <= 0 {
 		cfg.RateBurst = max(1, int(2*cfg.RatePerSecond))
@@ -134,10 +132,10 @@ func New(cfg Config, deps Deps) *Server {
 	s.inflight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "schedbridge_http_requests_in_flight", Help: "HTTP requests being served.",
 	})
-	s.accepted = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "schedbridge_submissions_total", Help: "Data submissions by endpoint and outcome.",
+	s.dataReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "schedbridge_data_requests_total", Help: "Requests to the data endpoints by endpoint and audit outcome.",
 	}, []string{"endpoint", "outcome"})
-	cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.accepted)
+	cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.dataReqs)
 
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()

@@ -355,12 +355,8 @@ func (a *app) serve(ctx context.Context) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rate := a.cfg.RateLimit
-	if rate == 0 {
-		rate = -1 // 0 in the configuration means no limit
-	}
 	srv := api.New(api.Config{
-		MaxBodyBytes: a.cfg.MaxBodyBytes, RatePerSecond: rate, RateBurst: a.cfg.RateBurst,
+		MaxBodyBytes: a.cfg.MaxBodyBytes, RatePerSecond: a.cfg.RateLimit, RateBurst: a.cfg.RateBurst,
 		RetryAfter: a.cfg.RetryAfter, Logger: a.log, Registry: reg,
 	}, api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db})
 
