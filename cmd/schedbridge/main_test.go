@@ -120,6 +120,22 @@ func (in *instance) do(method, path, key string, body []byte) (int, http.Header,
 	return resp.StatusCode, resp.Header, out
 }
 
+// metricIs reports whether the server's /metrics has the sample with the value.
+func (in *instance) metricIs(name, value string) bool {
+	resp, err := http.Get("http://" + in.addr + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if line == name+" "+value {
+			return true
+		}
+	}
+	return false
+}
+
 func forecastBody(day string, n int, v float64) []byte {
 	vals := make([]string, n)
 	for i := range vals {
@@ -210,7 +226,14 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /v1/forecasts HTTP/1.1\r\nHost: x\r\nX-API-Key: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", key, len(body))
 	conn.Write(body[:len(body)/2])
-	time.Sleep(200 * time.Millisecond) // let the handler start reading the body
+	// Wait until the handler is reading the body: the in-flight gauge counts
+	// it and the /metrics request that reads the gauge.
+	for i := 0; !in.metricIs("schedbridge_http_requests_in_flight", "2"); i++ {
+		if i == 500 {
+			t.Fatal("the held request never reached its handler")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
