@@ -108,7 +108,6 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 		sqldb.SetMaxOpenConns(n)
 		sqldb.SetMaxIdleConns(n)
-		sqldb.SetConnMaxIdleTime(0)
 		db := &DB{bun: bun.NewDB(sqldb, sqlitedialect.New()), dialect: SQLite, lockPath: path + ".migrate.lock"}
 		if err := db.Ping(ctx); err != nil {
 			sqldb.Close()

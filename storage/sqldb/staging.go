@@ -403,7 +403,7 @@ var stagingKinds = map[string]stagingTable{
 
 // CountVersions counts the stored versions of a staging kind (forecast,
 // location, metered, profile) for a portfolio: only the current ones, or all
-// with the superseded history. Contract tests and operator views use it.
+// with the superseded history. The contract tests check version history with it.
 func (db *DB) CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error) {
 	t, ok := stagingKinds[kind]
 	if !ok {
