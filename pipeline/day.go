@@ -32,6 +32,12 @@ type Day struct {
 // for input.
 func NewDay(year int, month time.Month, dom int) Day { return Day{year, month, dom} }
 
+// DayOf returns the Berlin calendar day that contains t.
+func DayOf(t time.Time) Day {
+	y, m, d := t.In(Berlin).Date()
+	return Day{y, m, d}
+}
+
 // ParseDay parses a strict YYYY-MM-DD day.
 func ParseDay(s string) (Day, error) {
 	if len(s) != 10 {

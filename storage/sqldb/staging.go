@@ -262,50 +262,32 @@ func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.Aud
 // day unless it is identical to the current one. canonical is the validated
 // submission's canonical JSON, kept as the version's body.
 func (db *DB) StageForecast(ctx context.Context, a *pipeline.AuditEntry, f pipeline.Forecast, canonical []byte) (pipeline.StageResult, error) {
-	day := f.DeliveryDay.String()
-	return db.stageAndAudit(ctx, forecastTable, a, []stageItem{{
-		key: []string{day}, hash: contentHash(canonical), payload: []any{string(canonical)},
-	}})
+	return db.stageAndAudit(ctx, forecastTable, a, forecastItems(f, canonical))
 }
 
 // StageLocations replaces the whole history of each listed market location.
 func (db *DB) StageLocations(ctx context.Context, a *pipeline.AuditEntry, locs []pipeline.Location) (pipeline.StageResult, error) {
-	items := make([]stageItem, len(locs))
-	for i, l := range locs {
-		b, err := json.Marshal(l.Slices)
-		if err != nil {
-			return pipeline.StageResult{}, err
-		}
-		items[i] = stageItem{key: []string{l.Malo}, hash: contentHash(b), payload: []any{string(b)}}
+	items, err := locationItems(locs)
+	if err != nil {
+		return pipeline.StageResult{}, err
 	}
 	return db.stageAndAudit(ctx, locationTable, a, items)
 }
 
 // StageMetered stores metered days per market location.
 func (db *DB) StageMetered(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.MeteredEntry) (pipeline.StageResult, error) {
-	items := make([]stageItem, len(entries))
-	for i, e := range entries {
-		b, err := json.Marshal(e.Values)
-		if err != nil {
-			return pipeline.StageResult{}, err
-		}
-		items[i] = stageItem{
-			key:  []string{e.Malo, e.Day.String()},
-			hash: contentHash([]byte(e.Unit), b), payload: []any{string(e.Unit), string(b)},
-		}
+	items, err := meteredItems(entries)
+	if err != nil {
+		return pipeline.StageResult{}, err
 	}
 	return db.stageAndAudit(ctx, meteredTable, a, items)
 }
 
 // StageProfiles stores rolled-out profile days per MGA and profile.
 func (db *DB) StageProfiles(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.ProfileEntry) (pipeline.StageResult, error) {
-	items := make([]stageItem, len(entries))
-	for i, e := range entries {
-		b, err := json.Marshal(e.ValuesKWh)
-		if err != nil {
-			return pipeline.StageResult{}, err
-		}
-		items[i] = stageItem{key: []string{e.MGA, e.Profile, e.Day.String()}, hash: contentHash(b), payload: []any{string(b)}}
+	items, err := profileItems(entries)
+	if err != nil {
+		return pipeline.StageResult{}, err
 	}
 	return db.stageAndAudit(ctx, profileTable, a, items)
 }

@@ -1,0 +1,85 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// InboxState is where a dropped file is in its life. A file is open while it
+// is processing, staged or rejecting; the open states exist so that a crash
+// between staging and moving the file finishes the move on restart instead of
+// staging the file a second time.
+type InboxState string
+
+// Inbox states.
+const (
+	InboxProcessing InboxState = "processing" // claimed, being validated or staged
+	InboxStaged     InboxState = "staged"     // staged and committed, not yet moved to processed/
+	InboxRejecting  InboxState = "rejecting"  // found invalid, not yet moved to rejected/
+	InboxProcessed  InboxState = "processed"  // moved to processed/ with its receipt
+	InboxRejected   InboxState = "rejected"   // moved to rejected/ with its errors
+)
+
+// Open reports whether a file in this state still has work to do.
+func (s InboxState) Open() bool {
+	return s == InboxProcessing || s == InboxStaged || s == InboxRejecting
+}
+
+// InboxFile is one life of a dropped file: from its claim until it has been
+// moved out of the inbox. A file dropped again under the same name starts a
+// new life with a new ID.
+type InboxFile struct {
+	ID          int64           `json:"id"`
+	Key         string          `json:"key"`
+	ETag        string          `json:"etag"`
+	Size        int64           `json:"size"`
+	PortfolioID string          `json:"portfolio,omitempty"`
+	Kind        string          `json:"kind,omitempty"`
+	Name        string          `json:"name,omitempty"`
+	State       InboxState      `json:"state"`
+	Owner       string          `json:"owner,omitempty"`
+	LeaseUntil  time.Time       `json:"lease_until"`
+	Attempts    int             `json:"attempts"`
+	InputHash   string          `json:"input_hash,omitempty"`
+	Status      Status          `json:"status,omitempty"`
+	Reason      string          `json:"reason,omitempty"`
+	DestKey     string          `json:"dest,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+	ClaimedAt   time.Time       `json:"claimed_at"`
+	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+}
+
+// Event is one entry of the operators' console feed.
+type Event struct {
+	ID          int64           `json:"id"`
+	At          time.Time       `json:"at"`
+	Kind        string          `json:"kind"`
+	PortfolioID string          `json:"portfolio,omitempty"`
+	Subject     string          `json:"subject"`
+	Data        json.RawMessage `json:"data"`
+}
+
+// ObjectInfo describes an object in a bucket. ETag is a change token: it
+// differs when the object at the key is replaced, and is not necessarily a
+// hash of the content.
+type ObjectInfo struct {
+	Key      string    `json:"key"`
+	Size     int64     `json:"size"`
+	ETag     string    `json:"etag"`
+	Modified time.Time `json:"modified"`
+}
+
+// InboxQuery selects file records for the inbox report.
+type InboxQuery struct {
+	Portfolio string       // "" for all
+	States    []InboxState // none for all
+	Limit     int
+}
+
+// EventQuery pages through the console feed.
+type EventQuery struct {
+	AfterID   int64  // only events with a greater id
+	Kind      string // "" for all; a trailing "*" matches a prefix
+	Portfolio string // "" for all
+	Limit     int
+}

@@ -1,0 +1,190 @@
+package sqldb
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// BulkStage stages one inbox file batch by batch in a single transaction, so
+// that a file is staged completely or not at all however many entries it has.
+// On SQLite the transaction holds the database's write lock until Commit or
+// Rollback; API writers wait for it (up to busy_timeout).
+type BulkStage struct {
+	db        *DB
+	tx        bun.Tx
+	table     stagingTable
+	portfolio string
+	inputHash string
+	now       time.Time
+	res       pipeline.StageResult
+	validated bool
+	closed    bool
+}
+
+// BeginBulk starts staging a file of the given staging kind (forecast,
+// location, metered, profile) for a portfolio.
+func (db *DB) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (*BulkStage, error) {
+	t, ok := stagingKinds[kind]
+	if !ok {
+		return nil, pipeline.Errorf(pipeline.Invalid, "unknown staging kind %q", kind)
+	}
+	tx, err := db.bun.BeginTx(ctx, &sql.TxOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("begin bulk %s: %w", kind, err)
+	}
+	return &BulkStage{db: db, tx: tx, table: t, portfolio: portfolio, inputHash: inputHash, now: now}, nil
+}
+
+func (s *BulkStage) add(ctx context.Context, items []stageItem) error {
+	if s.closed {
+		return pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
+	}
+	r, err := s.db.stage(ctx, s.tx, s.table, s.portfolio, s.inputHash, s.now, items)
+	if err != nil {
+		return fmt.Errorf("bulk stage %s: %w", s.table.name, err)
+	}
+	s.res.Created += r.Created
+	s.res.Replaced += r.Replaced
+	s.res.Unchanged += r.Unchanged
+	s.res.Version = max(s.res.Version, r.Version)
+	return nil
+}
+
+// Metered stages a batch of metered days.
+func (s *BulkStage) Metered(ctx context.Context, entries []pipeline.MeteredEntry) error {
+	items, err := meteredItems(entries)
+	if err != nil {
+		return err
+	}
+	return s.add(ctx, items)
+}
+
+// Profiles stages a batch of profile days.
+func (s *BulkStage) Profiles(ctx context.Context, entries []pipeline.ProfileEntry) error {
+	items, err := profileItems(entries)
+	if err != nil {
+		return err
+	}
+	return s.add(ctx, items)
+}
+
+// Locations stages a batch of market locations' master data.
+func (s *BulkStage) Locations(ctx context.Context, locs []pipeline.Location) error {
+	items, err := locationItems(locs)
+	if err != nil {
+		return err
+	}
+	return s.add(ctx, items)
+}
+
+// Forecast stages a forecast with its canonical body.
+func (s *BulkStage) Forecast(ctx context.Context, f pipeline.Forecast, canonical []byte) error {
+	return s.add(ctx, forecastItems(f, canonical))
+}
+
+// ValidateOnly makes Commit record the file as validated: a file that asked
+// for validation only stages nothing but still gets its receipt.
+func (s *BulkStage) ValidateOnly() { s.validated = true }
+
+// Commit records the audit entry and marks the inbox file staged with its
+// receipt in the staging transaction, then commits. The file must still be
+// claimed by owner; otherwise nothing is committed and the error is a
+// Conflict, so a processor whose lease ran out can never stage a file that
+// its successor stages too.
+func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string, a *pipeline.AuditEntry,
+	receipt func(pipeline.StageResult) ([]byte, error)) (pipeline.StageResult, error) {
+	if s.closed {
+		return s.res, pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
+	}
+	s.closed = true
+	defer s.tx.Rollback() //nolint:errcheck // no-op after a commit
+	s.res.Tally()
+	if s.validated {
+		s.res.Status = pipeline.Validated
+	}
+	doc, err := receipt(s.res)
+	if err != nil {
+		return s.res, err
+	}
+	res, err := s.tx.NewUpdate().Model((*inboxRow)(nil)).
+		Set("state = ?", string(pipeline.InboxStaged)).Set("input_hash = ?", s.inputHash).
+		Set("status = ?", string(s.res.Status)).Set("dest_key = ?", dest).Set("result = ?", string(doc)).
+		Where("id = ?", fileID).Where("owner = ?", owner).Where("state = ?", string(pipeline.InboxProcessing)).
+		Exec(ctx)
+	if err != nil {
+		return s.res, fmt.Errorf("mark inbox file %d staged: %w", fileID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.res, errLostClaim(fileID)
+	}
+	entry := *a
+	entry.Outcome = string(s.res.Status)
+	if err := s.db.insertAudit(ctx, s.tx, &entry); err != nil {
+		return s.res, err
+	}
+	if err := s.tx.Commit(); err != nil {
+		return s.res, fmt.Errorf("commit bulk %s: %w", s.table.name, err)
+	}
+	*a = entry
+	return s.res, nil
+}
+
+// Rollback abandons the staging; safe to call after Commit.
+func (s *BulkStage) Rollback() {
+	if !s.closed {
+		s.closed = true
+		_ = s.tx.Rollback()
+	}
+}
+
+func meteredItems(entries []pipeline.MeteredEntry) ([]stageItem, error) {
+	items := make([]stageItem, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e.Values)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = stageItem{
+			key:  []string{e.Malo, e.Day.String()},
+			hash: contentHash([]byte(e.Unit), b), payload: []any{string(e.Unit), string(b)},
+		}
+	}
+	return items, nil
+}
+
+func profileItems(entries []pipeline.ProfileEntry) ([]stageItem, error) {
+	items := make([]stageItem, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e.ValuesKWh)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = stageItem{key: []string{e.MGA, e.Profile, e.Day.String()}, hash: contentHash(b), payload: []any{string(b)}}
+	}
+	return items, nil
+}
+
+func locationItems(locs []pipeline.Location) ([]stageItem, error) {
+	items := make([]stageItem, len(locs))
+	for i, l := range locs {
+		b, err := json.Marshal(l.Slices)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = stageItem{key: []string{l.Malo}, hash: contentHash(b), payload: []any{string(b)}}
+	}
+	return items, nil
+}
+
+func forecastItems(f pipeline.Forecast, canonical []byte) []stageItem {
+	return []stageItem{{
+		key: []string{f.DeliveryDay.String()}, hash: contentHash(canonical), payload: []any{string(canonical)},
+	}}
+}

@@ -1,0 +1,160 @@
+package sqldb_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+func inboxFile(key, etag string) pipeline.InboxFile {
+	return pipeline.InboxFile{Key: key, ETag: etag, Size: 10, PortfolioID: "p1", Kind: "metered-data", Name: "a.csv"}
+}
+
+func meteredDay(malo string, v float64) pipeline.MeteredEntry {
+	vals := make([]float64, 96)
+	for i := range vals {
+		vals[i] = v
+	}
+	return pipeline.MeteredEntry{Day: pipeline.NewDay(2026, 11, 20), Malo: malo, Unit: pipeline.KWH, Values: vals}
+}
+
+func TestInboxClaims(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		seedPortfolio(t, db, "p1")
+		lease := time.Minute
+		a, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "A", t0, lease)
+		if err != nil || !ok || a.State != pipeline.InboxProcessing || a.Attempts != 1 {
+			t.Fatalf("first claim = %+v, %v, %v", a, ok, err)
+		}
+		// A live lease keeps everyone else out, the holder included as a new claim.
+		if _, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "B", t0.Add(30*time.Second), lease); err != nil || ok {
+			t.Fatalf("claim during live lease = %v, %v", ok, err)
+		}
+		if err := db.RenewInboxLease(ctx, a.ID, "A", t0.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "B", t0.Add(90*time.Second), lease); ok {
+			t.Fatal("renewed lease was taken over")
+		}
+		// After the lease, B takes over the crashed claim, on the object as it is now.
+		b, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e2"), "B", t0.Add(3*time.Minute), lease)
+		if err != nil || !ok || b.ID != a.ID || b.Owner != "B" || b.Attempts != 2 || b.ETag != "e2" {
+			t.Fatalf("take-over = %+v, %v, %v", b, ok, err)
+		}
+		// A's late writes are refused.
+		if err := db.RenewInboxLease(ctx, a.ID, "A", t0.Add(10*time.Minute)); pipeline.KindOf(err) != pipeline.Conflict {
+			t.Errorf("renew by old owner = %v", err)
+		}
+		if err := db.MarkInboxRejected(ctx, a.ID, "A", "x", "rejected/p1/a.csv", []byte(`{}`)); pipeline.KindOf(err) != pipeline.Conflict {
+			t.Errorf("reject by old owner = %v", err)
+		}
+		st, err := db.BeginBulk(ctx, "metered", "p1", "h1", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("12345678901", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = st.Commit(ctx, a.ID, "A", "processed/p1/x", audit("p1", "h1"), func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+		if pipeline.KindOf(err) != pipeline.Conflict {
+			t.Fatalf("commit by old owner = %v", err)
+		}
+		if n, _ := db.CountVersions(ctx, "metered", "p1", false); n != 0 {
+			t.Fatalf("lost claim staged %d rows", n)
+		}
+		// The owner's commit stages, records the receipt, and finishing closes the row.
+		st, _ = db.BeginBulk(ctx, "metered", "p1", "h1", t0)
+		_ = st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("12345678901", 1), meteredDay("12345678902", 2)})
+		_ = st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("12345678903", 3)})
+		res, err := st.Commit(ctx, b.ID, "B", "processed/p1/2026-11-22/a.csv", audit("p1", "h1"),
+			func(r pipeline.StageResult) ([]byte, error) { return json.Marshal(r) })
+		if err != nil || res.Created != 3 || res.Status != pipeline.Created {
+			t.Fatalf("commit = %+v, %v", res, err)
+		}
+		open, err := db.OpenInboxFiles(ctx)
+		if err != nil || len(open) != 1 || open[0].State != pipeline.InboxStaged || open[0].DestKey != "processed/p1/2026-11-22/a.csv" {
+			t.Fatalf("open = %+v, %v", open, err)
+		}
+		var receipt pipeline.StageResult
+		if err := json.Unmarshal(open[0].Result, &receipt); err != nil || receipt.Created != 3 {
+			t.Errorf("stored receipt = %s", open[0].Result)
+		}
+		ev := pipeline.Event{At: t0, Kind: "inbox.processed", PortfolioID: "p1", Subject: b.Key, Data: json.RawMessage(`{"id":1}`)}
+		if err := db.FinishInboxFile(ctx, b.ID, "B", t0.Add(4*time.Minute), ev); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.FinishInboxFile(ctx, b.ID, "B", t0.Add(4*time.Minute), ev); pipeline.KindOf(err) != pipeline.Conflict {
+			t.Errorf("second finish = %v", err)
+		}
+		// A new drop under the same name is a new life.
+		c, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e2"), "A", t0.Add(5*time.Minute), lease)
+		if err != nil || !ok || c.ID == b.ID {
+			t.Fatalf("claim after finish = %+v, %v, %v", c, ok, err)
+		}
+		done, err := db.InboxFiles(ctx, pipeline.InboxQuery{States: []pipeline.InboxState{pipeline.InboxProcessed}, Limit: 10})
+		if err != nil || len(done) != 1 || done[0].FinishedAt == nil {
+			t.Fatalf("processed = %+v, %v", done, err)
+		}
+		evs, err := db.Events(ctx, pipeline.EventQuery{Kind: "inbox.*", Limit: 10})
+		if err != nil || len(evs) != 1 || evs[0].Subject != b.Key || string(evs[0].Data) != `{"id":1}` {
+			t.Fatalf("events = %+v, %v", evs, err)
+		}
+		if evs, _ := db.Events(ctx, pipeline.EventQuery{AfterID: evs[0].ID, Limit: 10}); len(evs) != 0 {
+			t.Errorf("events after the last = %+v", evs)
+		}
+	})
+}
+
+// TestInboxClaimRace lets many owners claim the same key at once: exactly one wins.
+func TestInboxClaimRace(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		winners := 0
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/race.csv", "e"), string(rune('A'+i)), t0, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					winners++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if winners != 1 {
+			t.Fatalf("%d owners claimed the same file", winners)
+		}
+	})
+}
+
+// TestBulkStageRollback: a file staged in batches is all or nothing.
+func TestBulkStageRollback(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		seedPortfolio(t, db, "p1")
+		st, err := db.BeginBulk(ctx, "metered", "p1", "h", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("12345678901", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		st.Rollback()
+		if n, _ := db.CountVersions(ctx, "metered", "p1", false); n != 0 {
+			t.Fatalf("rolled-back bulk left %d rows", n)
+		}
+	})
+}

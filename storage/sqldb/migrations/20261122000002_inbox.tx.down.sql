@@ -1,0 +1,3 @@
+DROP TABLE events;
+--bun:split
+DROP TABLE inbox_files;
