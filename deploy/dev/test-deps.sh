@@ -22,3 +22,28 @@ if ! have_pg || ! id postgres >/dev/null 2>&1; then
   $SUDO service postgresql stop >/dev/null 2>&1 || true
 fi
 have_pg || { echo "test-deps: initdb still not found" >&2; exit 1; }
+
+# S3 servers for the object-store tests (storage/objstore/objtest), pinned;
+# keep module and version in sync with objtest.go. The tests never build them.
+TOOLS_DIR="${SCHEDBRIDGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/schedbridge/bin}"
+install_tool() { # name module version
+  local dir="$TOOLS_DIR/$1-$3"
+  [ -x "$dir/$1" ] && return 0
+  echo "test-deps: building $2@$3 into $dir (takes minutes the first time)" >&2
+  GOBIN="$dir" go install "$2@$3"
+}
+install_tool minio github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c
+install_tool versitygw github.com/versity/versitygw/cmd/versitygw v1.8.0
+
+# The aws CLI, for tests that check the S3 servers with a second client.
+if ! command -v aws >/dev/null 2>&1; then
+  echo "test-deps: installing awscli" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install awscli" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq awscli >/dev/null
+fi

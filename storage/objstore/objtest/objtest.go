@@ -1,0 +1,341 @@
+// Package objtest gives test suites real S3 servers, MinIO and versitygw,
+// started from pinned binaries on loopback, because in-process fakes differ
+// from real servers in exactly the places (multipart framing, checksums,
+// error codes) where object-store bugs hide. Each server starts once per test
+// binary; every call hands out a fresh bucket name, so tests stay isolated
+// without restarting servers. Call Main from TestMain so that the servers stop
+// when the tests end.
+package objtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/schedbridge/schedbridge/storage/objstore"
+)
+
+// EnvToolsDir overrides where the pinned server binaries are looked up
+// (default: the user cache directory's schedbridge/bin); deploy/dev/test-deps.sh
+// honours it too.
+const EnvToolsDir = "SCHEDBRIDGE_TOOLS_DIR"
+
+// region is what both servers use by default; setting it spares the client a
+// bucket-location request.
+const region = "us-east-1"
+
+// startTimeout bounds how long a server may take to become ready.
+const startTimeout = 60 * time.Second
+
+// tool is one pinned server binary. The module and version must match the
+// ones deploy/dev/test-deps.sh installs.
+type tool struct {
+	name    string // directory prefix and binary name
+	module  string
+	version string
+	// command builds the server command for a data directory and address.
+	command func(bin, dir, addr, access, secret string) (*exec.Cmd, error)
+	// ready reports whether the server at addr answers S3 requests.
+	ready func(ctx context.Context, addr, access, secret string) error
+
+	once sync.Once
+	srv  *server
+	err  error
+}
+
+type server struct {
+	addr, access, secret string
+	cmd                  *exec.Cmd
+	dir                  string
+	done                 chan struct{} // closed when the process has exited
+}
+
+var (
+	minioTool = &tool{
+		name:    "minio",
+		module:  "github.com/minio/minio",
+		version: "v0.0.0-20260212201848-7aac2a2c5b7c",
+		command: minioCommand,
+		ready:   minioReady,
+	}
+	versityTool = &tool{
+		name:    "versitygw",
+		module:  "github.com/versity/versitygw/cmd/versitygw",
+		version: "v1.8.0",
+		command: versityCommand,
+		ready:   s3Ready,
+	}
+	tools     = []*tool{minioTool, versityTool}
+	bucketSeq atomic.Int64
+)
+
+// Main runs the tests and stops the servers that they started. Call it from
+// TestMain: os.Exit(objtest.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	for _, t := range tools {
+		if t.srv != nil {
+			t.srv.stop()
+		}
+	}
+	return code
+}
+
+// MinIO returns the address and credentials of the test MinIO server and a
+// bucket name that no other call returns; objstore.NewS3 creates the bucket.
+// The fields also serve other clients such as the aws CLI (see EndpointURL).
+func MinIO(tb testing.TB) objstore.S3Config {
+	tb.Helper()
+	return minioTool.config(tb)
+}
+
+// Versity returns the address and credentials of the test versitygw server
+// (posix backend) and a fresh bucket name, like MinIO.
+func Versity(tb testing.TB) objstore.S3Config {
+	tb.Helper()
+	return versityTool.config(tb)
+}
+
+// EndpointURL returns the config's endpoint as a URL, the form that the aws
+// CLI's --endpoint-url and most SDKs want.
+func EndpointURL(c objstore.S3Config) string {
+	if c.UseSSL {
+		return "https://" + c.Endpoint
+	}
+	return "http://" + c.Endpoint
+}
+
+func (t *tool) config(tb testing.TB) objstore.S3Config {
+	tb.Helper()
+	t.once.Do(func() { t.srv, t.err = t.start() })
+	if t.err != nil {
+		tb.Fatalf("%s for tests: %v", t.name, t.err)
+	}
+	return objstore.S3Config{
+		Endpoint:  t.srv.addr,
+		Bucket:    fmt.Sprintf("t%d-%s", bucketSeq.Add(1), randomHex(4)),
+		AccessKey: t.srv.access,
+		SecretKey: t.srv.secret,
+		Region:    region,
+	}
+}
+
+// binary returns where deploy/dev/test-deps.sh puts the pinned binary:
+// <tools dir>/<name>-<version>/<name>.
+func (t *tool) binary() (string, error) {
+	dir := os.Getenv(EnvToolsDir)
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		dir = filepath.Join(cache, "schedbridge", "bin")
+	}
+	return filepath.Join(dir, t.name+"-"+t.version, t.name), nil
+}
+
+func (t *tool) start() (*server, error) {
+	bin, err := t.binary()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("%s not found: run `make test-deps` (it installs %s@%s into %s)", bin, t.module, t.version, filepath.Dir(bin))
+	}
+	// A free port can be taken by someone else before the server binds it;
+	// try a few times.
+	for attempt := 1; ; attempt++ {
+		srv, err := t.startOnce(bin)
+		if err == nil || attempt == 3 {
+			return srv, err
+		}
+	}
+}
+
+func (t *tool) startOnce(bin string) (*server, error) {
+	dir, err := os.MkdirTemp("", "schedbridge-"+t.name+"-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	srv := &server{
+		addr:   net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		access: "ak" + randomHex(9),
+		secret: "sk" + randomHex(19),
+		dir:    dir,
+		done:   make(chan struct{}),
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "server.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	defer logFile.Close() // the child keeps its own descriptor
+	cmd, err := t.command(bin, data, srv.addr, srv.access, srv.secret)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	ownProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	srv.cmd = cmd
+	go func() { _ = cmd.Wait(); close(srv.done) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	var lastErr error
+	for {
+		if lastErr = t.ready(ctx, srv.addr, srv.access, srv.secret); lastErr == nil {
+			return srv, nil
+		}
+		select {
+		case <-srv.done:
+			tail := logTail(logPath)
+			srv.stop()
+			return nil, fmt.Errorf("%s exited during start-up (%v); its log ends:\n%s", t.name, cmd.ProcessState, tail)
+		case <-ctx.Done():
+			tail := logTail(logPath)
+			srv.stop()
+			return nil, fmt.Errorf("%s not ready after %s (last check: %v); log ends:\n%s", t.name, startTimeout, lastErr, tail)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func minioCommand(bin, dir, addr, access, secret string) (*exec.Cmd, error) {
+	consolePort, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "server", dir,
+		"--address", addr,
+		"--console-address", net.JoinHostPort("127.0.0.1", strconv.Itoa(consolePort)))
+	cmd.Env = append(os.Environ(),
+		"MINIO_ROOT_USER="+access,
+		"MINIO_ROOT_PASSWORD="+secret,
+		"MINIO_BROWSER=off",
+		"MINIO_UPDATE=off",
+		// Test data dirs live on the root file system, which MinIO otherwise
+		// may refuse to use.
+		"MINIO_CI_CD=on",
+	)
+	return cmd, nil
+}
+
+func minioReady(ctx context.Context, addr, _, _ string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/minio/health/ready", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("health check: %s", resp.Status)
+	}
+	return nil
+}
+
+func versityCommand(bin, dir, addr, access, secret string) (*exec.Cmd, error) {
+	cmd := exec.Command(bin, "--port", addr, "posix", dir)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+access, "ROOT_SECRET_KEY="+secret)
+	return cmd, nil
+}
+
+// s3Ready checks that the port accepts connections and that an authenticated
+// ListBuckets succeeds, which is the first thing every test does implicitly.
+func s3Ready(ctx context.Context, addr, access, secret string) error {
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	conn.Close()
+	client, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(access, secret, ""), Region: region})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err = client.ListBuckets(cctx)
+	return err
+}
+
+// stop ends the server's process group (children included) and removes its
+// data directory.
+func (s *server) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		signalGroup(s.cmd, false)
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			signalGroup(s.cmd, true)
+			<-s.done
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b)
+}
+
+// logTail returns the last few KiB of a server log for error messages.
+func logTail(path string) string {
+	const max = 4 << 10
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read log: %v)", err)
+	}
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	if len(b) == 0 {
+		return "(empty)"
+	}
+	return string(b)
+}
