@@ -61,6 +61,12 @@ type Deps struct {
 	Staging    Staging
 	Audit      Audit
 	DB         Pinger
+	// The inbox report, the console feed and the bucket-event wake-up; nil
+	// fields leave their routes answering 503.
+	InboxFiles  InboxFiles
+	InboxBucket InboxBucket
+	Waker       Waker
+	Events      Events
 }
 
 // Config tunes the API. Zero values pick the documented defaults.
@@ -80,6 +86,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registry receives the API's metrics; nil creates a private one.
 	Registry *prometheus.Registry
+	// WebhookTokenHash, when set, is the SHA-256 (hex) of the token that
+	// bucket event notifications must carry as "Authorization: Bearer".
+	WebhookTokenHash string
 }
 
 // Server is the HTTP API.
@@ -160,8 +169,26 @@ func New(cfg Config, deps Deps) *Server {
 	data.GET("/forecasts/:delivery_day/versions", s.getForecastVersions)
 	data.GET("/master-data/:malo", s.getMasterData)
 	data.GET("/submissions/:input_hash", s.getSubmission)
+
+	// Operators' routes take process keys; they are not data requests, so
+	// they are not in the audit trail.
+	proc := e.Group("/v1", s.requireScope(pipeline.ScopeProcess), s.rateLimit, s.needs(deps.InboxFiles != nil))
+	proc.GET("/process/inbox", s.getInbox)
+	proc.GET("/console/events", s.getEvents)
+	e.POST("/v1/inbox/events", s.postBucketEvents)
 	s.engine = e
 	return s
+}
+
+// needs answers 503 on routes whose adapter the binary did not wire.
+func (s *Server) needs(wired bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !wired {
+			s.fail(c, pipeline.Errorf(pipeline.Unavailable, "this server runs without the inbox"))
+			return
+		}
+		c.Next()
+	}
 }
 
 // Handler is the root HTTP handler.

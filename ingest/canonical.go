@@ -167,22 +167,29 @@ func canonicalLocations(ls []pipeline.Location, bodyLen int) []byte {
 
 func canonicalMetered(es []pipeline.MeteredEntry, bodyLen int) []byte {
 	o := obj{b: append(canonicalBuffer(bodyLen), '{')}
-	writeList(&o, "entries", es, func(o *obj, e *pipeline.MeteredEntry) {
-		o.day("day", e.Day)
-		o.str("malo", e.Malo)
-		o.str("unit", string(e.Unit))
-		o.floats("values", e.Values)
-	})
+	writeList(&o, "entries", es, writeMeteredEntry)
 	return append(o.b, '}')
+}
+
+// writeMeteredEntry writes the members of one metered-data entry; the bulk
+// decoder streams the same bytes into its hash.
+func writeMeteredEntry(o *obj, e *pipeline.MeteredEntry) {
+	o.day("day", e.Day)
+	o.str("malo", e.Malo)
+	o.str("unit", string(e.Unit))
+	o.floats("values", e.Values)
 }
 
 func canonicalProfiles(es []pipeline.ProfileEntry, bodyLen int) []byte {
 	o := obj{b: append(canonicalBuffer(bodyLen), '{')}
-	writeList(&o, "entries", es, func(o *obj, e *pipeline.ProfileEntry) {
-		o.day("day", e.Day)
-		o.str("mga", e.MGA)
-		o.str("profile", e.Profile)
-		o.floats("values_kwh", e.ValuesKWh)
-	})
+	writeList(&o, "entries", es, writeProfileEntry)
 	return append(o.b, '}')
+}
+
+// writeProfileEntry writes the members of one load-profile entry.
+func writeProfileEntry(o *obj, e *pipeline.ProfileEntry) {
+	o.day("day", e.Day)
+	o.str("mga", e.MGA)
+	o.str("profile", e.Profile)
+	o.floats("values_kwh", e.ValuesKWh)
 }

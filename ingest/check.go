@@ -238,6 +238,11 @@ func choice[S ~string](c *checker, obj *node, loc path, name string, pr presence
 	if v == nil {
 		return ok
 	}
+	return choiceValue(c, loc.at(name), v, l, dst)
+}
+
+// choiceValue validates the value of a Literal field at loc into dst.
+func choiceValue[S ~string](c *checker, loc path, v *node, l literal, dst *S) bool {
 	if v.kind == kindString {
 		for _, o := range l.options {
 			if v.str == o {
@@ -246,7 +251,7 @@ func choice[S ~string](c *checker, obj *node, loc path, name string, pr presence
 			}
 		}
 	}
-	c.fail(loc.at(name), "literal_error", "Input should be "+l.expected, v, map[string]any{"expected": l.expected})
+	c.fail(loc, "literal_error", "Input should be "+l.expected, v, map[string]any{"expected": l.expected})
 	return false
 }
 
@@ -277,13 +282,18 @@ func (c *checker) dateField(obj *node, loc path, name string, pr presence, dst *
 	if v == nil {
 		return ok
 	}
+	return c.dateValue(loc.at(name), v, dst)
+}
+
+// dateValue validates the value of a date field at loc into dst.
+func (c *checker) dateValue(loc path, v *node, dst *pipeline.Day) bool {
 	if v.kind != kindString {
-		c.fail(loc.at(name), "date_type", "Input should be a valid date", v, nil)
+		c.fail(loc, "date_type", "Input should be a valid date", v, nil)
 		return false
 	}
 	d, p := parseDate(v.str)
 	if p != nil {
-		p.Loc = append([]string(nil), loc.at(name)...)
+		p.Loc = append([]string(nil), loc...)
 		p.Input = v.str
 		c.add(*p)
 		return false

@@ -29,24 +29,25 @@ func (s InboxState) Open() bool {
 // moved out of the inbox. A file dropped again under the same name starts a
 // new life with a new ID.
 type InboxFile struct {
-	ID          int64           `json:"id"`
-	Key         string          `json:"key"`
-	ETag        string          `json:"etag"`
-	Size        int64           `json:"size"`
-	PortfolioID string          `json:"portfolio,omitempty"`
-	Kind        string          `json:"kind,omitempty"`
-	Name        string          `json:"name,omitempty"`
-	State       InboxState      `json:"state"`
-	Owner       string          `json:"owner,omitempty"`
-	LeaseUntil  time.Time       `json:"lease_until"`
-	Attempts    int             `json:"attempts"`
-	InputHash   string          `json:"input_hash,omitempty"`
-	Status      Status          `json:"status,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	DestKey     string          `json:"dest,omitempty"`
-	Result      json.RawMessage `json:"result,omitempty"`
-	ClaimedAt   time.Time       `json:"claimed_at"`
-	FinishedAt  *time.Time      `json:"finished_at,omitempty"`
+	ID          int64      `json:"id"`
+	Key         string     `json:"key"`
+	ETag        string     `json:"etag"`
+	Size        int64      `json:"size"`
+	PortfolioID string     `json:"portfolio,omitempty"`
+	Kind        string     `json:"kind,omitempty"`
+	Name        string     `json:"name,omitempty"`
+	State       InboxState `json:"state"`
+	Owner       string     `json:"owner,omitempty"`
+	LeaseUntil  time.Time  `json:"lease_until"`
+	Attempts    int        `json:"attempts"`
+	InputHash   string     `json:"input_hash,omitempty"`
+	Status      Status     `json:"status,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	DestKey     string     `json:"dest,omitempty"`
+	// Result is the receipt or the errors document; reports pick from it.
+	Result     json.RawMessage `json:"-"`
+	ClaimedAt  time.Time       `json:"claimed_at"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
 }
 
 // Event is one entry of the operators' console feed.

@@ -25,6 +25,28 @@ type Config struct {
 	DrainGrace      time.Duration `yaml:"drain_grace"`
 	LogLevel        string        `yaml:"log_level"`
 	LogFormat       string        `yaml:"log_format"`
+	S3              S3Config      `yaml:"s3"`
+	Inbox           InboxConfig   `yaml:"inbox"`
+}
+
+// S3Config selects the bucket. Without an endpoint the bucket is the local
+// directory <data_dir>/bucket.
+type S3Config struct {
+	Endpoint  string `yaml:"endpoint"`
+	Bucket    string `yaml:"bucket"`
+	AccessKey string `yaml:"access_key"`
+	SecretKey string `yaml:"secret_key"`
+	UseSSL    bool   `yaml:"use_ssl"`
+	Region    string `yaml:"region"`
+}
+
+// InboxConfig tunes the bulk inbox that serve runs.
+type InboxConfig struct {
+	Enabled      bool          `yaml:"enabled"`
+	Interval     time.Duration `yaml:"interval"`
+	Lease        time.Duration `yaml:"lease"`
+	MaxFileBytes int64         `yaml:"max_file_bytes"`
+	WebhookToken string        `yaml:"webhook_token"`
 }
 
 func defaultConfig() Config {
@@ -37,6 +59,8 @@ func defaultConfig() Config {
 		ShutdownTimeout: 30 * time.Second,
 		LogLevel:        "info",
 		LogFormat:       "json",
+		S3:              S3Config{Bucket: "schedbridge"},
+		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30},
 	}
 }
 
@@ -58,6 +82,17 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_DRAIN_GRACE", func(c *Config, v string) (err error) { c.DrainGrace, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_LOG_LEVEL", func(c *Config, v string) error { c.LogLevel = v; return nil }},
 	{"SCHEDBRIDGE_LOG_FORMAT", func(c *Config, v string) error { c.LogFormat = v; return nil }},
+	{"SCHEDBRIDGE_S3_ENDPOINT", func(c *Config, v string) error { c.S3.Endpoint = v; return nil }},
+	{"SCHEDBRIDGE_S3_BUCKET", func(c *Config, v string) error { c.S3.Bucket = v; return nil }},
+	{"SCHEDBRIDGE_S3_ACCESS_KEY", func(c *Config, v string) error { c.S3.AccessKey = v; return nil }},
+	{"SCHEDBRIDGE_S3_SECRET_KEY", func(c *Config, v string) error { c.S3.SecretKey = v; return nil }},
+	{"SCHEDBRIDGE_S3_USE_SSL", func(c *Config, v string) (err error) { c.S3.UseSSL, err = strconv.ParseBool(v); return }},
+	{"SCHEDBRIDGE_S3_REGION", func(c *Config, v string) error { c.S3.Region = v; return nil }},
+	{"SCHEDBRIDGE_INBOX", func(c *Config, v string) (err error) { c.Inbox.Enabled, err = strconv.ParseBool(v); return }},
+	{"SCHEDBRIDGE_INBOX_INTERVAL", func(c *Config, v string) (err error) { c.Inbox.Interval, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_INBOX_LEASE", func(c *Config, v string) (err error) { c.Inbox.Lease, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_INBOX_MAX_FILE_BYTES", func(c *Config, v string) (err error) { c.Inbox.MaxFileBytes, err = strconv.ParseInt(v, 10, 64); return }},
+	{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN", func(c *Config, v string) error { c.Inbox.WebhookToken = v; return nil }},
 }
 
 // loadConfig builds the configuration from the optional YAML file and the
@@ -84,6 +119,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	if c.MaxBodyBytes <= 0 {
 		return c, fmt.Errorf("max_body_bytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.Inbox.Interval <= 0 || c.Inbox.Lease < 3*time.Second || c.Inbox.MaxFileBytes <= 0 {
+		return c, fmt.Errorf("inbox: interval and max_file_bytes must be positive and the lease at least 3s")
+	}
+	if c.S3.Endpoint != "" && (c.S3.AccessKey == "" || c.S3.SecretKey == "" || c.S3.Bucket == "") {
+		return c, fmt.Errorf("s3: an endpoint needs a bucket, an access key and a secret key")
 	}
 	return c, nil
 }

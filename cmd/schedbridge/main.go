@@ -35,13 +35,15 @@ Usage:
   schedbridge [--config FILE] COMMAND [ARGS]
 
 Commands:
-  serve                                  run the HTTP API (applies pending migrations first)
+  serve                                  run the HTTP API and the bulk inbox (applies pending migrations first)
   migrate                                apply pending migrations and exit
   portfolio put ID --name NAME --control-areas 50Hertz,TenneT [--balancing-group EIC]
   portfolio list [--json]
   key create --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
   key list [--json]
   key revoke ID
+  inbox put FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]
+  inbox scan                             process the files waiting in the inbox once, then exit
 
 Configuration comes from the environment (SCHEDBRIDGE_ADDR, SCHEDBRIDGE_DATA_DIR,
 SCHEDBRIDGE_DATABASE_URL, SCHEDBRIDGE_MAX_BODY_BYTES, ...; see README) and an
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = a.portfolio(ctx, rest)
 	case "key":
 		err = a.key(ctx, rest)
+	case "inbox":
+		err = a.inbox(ctx, rest)
 	default:
 		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -355,10 +359,37 @@ func (a *app) serve(ctx context.Context) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bucket, err := a.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
+		InboxFiles: db, InboxBucket: bucket, Events: db}
+	// The inbox runs beside the API and stops with it; a file being staged
+	// when the process stops is rolled back and processed on the next start.
+	inboxDone := make(chan struct{})
+	inboxCtx, stopInbox := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopInbox(); <-inboxDone }()
+	if a.cfg.Inbox.Enabled {
+		proc, err := a.newProcessor(bucket, db, reg)
+		if err != nil {
+			close(inboxDone)
+			return err
+		}
+		deps.Waker = proc
+		go func() { defer close(inboxDone); _ = proc.Run(inboxCtx) }()
+		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
+	} else {
+		close(inboxDone)
+	}
+	webhook := ""
+	if a.cfg.Inbox.WebhookToken != "" {
+		webhook = pipeline.HashKey(a.cfg.Inbox.WebhookToken)
+	}
 	srv := api.New(api.Config{
 		MaxBodyBytes: a.cfg.MaxBodyBytes, RatePerSecond: a.cfg.RateLimit, RateBurst: a.cfg.RateBurst,
-		RetryAfter: a.cfg.RetryAfter, Logger: a.log, Registry: reg,
-	}, api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db})
+		RetryAfter: a.cfg.RetryAfter, Logger: a.log, Registry: reg, WebhookTokenHash: webhook,
+	}, deps)
 
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {

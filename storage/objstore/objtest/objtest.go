@@ -84,9 +84,19 @@ var (
 	bucketSeq atomic.Int64
 )
 
+// Runner is what Main runs: a *testing.M, or a RunFunc that runs another
+// package's Main, so that suites needing several servers can nest them.
+type Runner interface{ Run() int }
+
+// RunFunc adapts a function to Runner.
+type RunFunc func() int
+
+// Run calls f.
+func (f RunFunc) Run() int { return f() }
+
 // Main runs the tests and stops the servers that they started. Call it from
 // TestMain: os.Exit(objtest.Main(m)).
-func Main(m *testing.M) int {
+func Main(m Runner) int {
 	code := m.Run()
 	for _, t := range tools {
 		if t.srv != nil {

@@ -44,9 +44,19 @@ type server struct {
 	stop     func()
 }
 
+// Runner is what Main runs: a *testing.M, or a RunFunc that runs another
+// package's Main, so that suites needing several servers can nest them.
+type Runner interface{ Run() int }
+
+// RunFunc adapts a function to Runner.
+type RunFunc func() int
+
+// Run calls f.
+func (f RunFunc) Run() int { return f() }
+
 // Main runs the tests and stops the PostgreSQL server if one was started.
 // Call it from TestMain: os.Exit(sqltest.Main(m)).
-func Main(m *testing.M) int {
+func Main(m Runner) int {
 	code := m.Run()
 	if pgServer != nil && pgServer.stop != nil {
 		pgServer.stop()

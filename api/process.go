@@ -1,0 +1,237 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// InboxFiles reads the records of inbox files.
+type InboxFiles interface {
+	InboxFiles(ctx context.Context, q pipeline.InboxQuery) ([]pipeline.InboxFile, error)
+}
+
+// InboxBucket lists what waits in the inbox.
+type InboxBucket interface {
+	List(ctx context.Context, prefix, startAfter string, limit int) ([]pipeline.ObjectInfo, error)
+}
+
+// Waker starts an inbox scan early.
+type Waker interface{ Wake() }
+
+// Events reads the console feed.
+type Events interface {
+	Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Event, error)
+}
+
+// queryInt reads an optional integer query parameter within [lo, hi], with
+// FastAPI's problems for bad values.
+func queryInt(c *gin.Context, name string, def, lo, hi int64, problems *[]ingest.Problem) int64 {
+	raw, ok := c.GetQuery(name)
+	if !ok {
+		return def
+	}
+	loc := []string{"query", name}
+	v, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	switch {
+	case err != nil:
+		*problems = append(*problems, ingest.Problem{Type: "int_parsing", Loc: loc,
+			Msg: "Input should be a valid integer, unable to parse string as an integer", Input: raw, Ctx: map[string]any{}})
+	case v < lo:
+		*problems = append(*problems, ingest.Problem{Type: "greater_than_equal", Loc: loc,
+			Msg: "Input should be greater than or equal to " + strconv.FormatInt(lo, 10), Input: raw, Ctx: map[string]any{"ge": lo}})
+	case v > hi:
+		*problems = append(*problems, ingest.Problem{Type: "less_than_equal", Loc: loc,
+			Msg: "Input should be less than or equal to " + strconv.FormatInt(hi, 10), Input: raw, Ctx: map[string]any{"le": hi}})
+	default:
+		return v
+	}
+	return def
+}
+
+// scopedPortfolio is the portfolio a process key may see: its own when it is
+// bound to one, else the one asked for ("" for all).
+func scopedPortfolio(c *gin.Context) (string, error) {
+	key := c.MustGet(ctxKey).(pipeline.APIKey)
+	asked := c.Query("portfolio")
+	if key.PortfolioID != "" {
+		if asked != "" && asked != key.PortfolioID {
+			return "", pipeline.Errorf(pipeline.Forbidden, "key %s is bound to portfolio %s", key.ID, key.PortfolioID)
+		}
+		return key.PortfolioID, nil
+	}
+	return asked, nil
+}
+
+// InboxReport is the answer of GET /v1/process/inbox.
+type InboxReport struct {
+	Pending          []PendingFile  `json:"pending"`
+	PendingTruncated bool           `json:"pending_truncated"`
+	Processing       []InboxFileRow `json:"processing"`
+	Processed        []InboxFileRow `json:"processed"`
+	Rejected         []InboxFileRow `json:"rejected"`
+}
+
+// PendingFile is an object waiting in the inbox.
+type PendingFile struct {
+	pipeline.ObjectInfo
+	Portfolio string `json:"portfolio,omitempty"`
+	Kind      string `json:"kind,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// InboxFileRow is a file record as the report shows it: the receipt of a
+// processed file, or the reason and error count of a rejected one (the errors
+// themselves are in the errors document next to the file).
+type InboxFileRow struct {
+	pipeline.InboxFile
+	Receipt    json.RawMessage `json:"receipt,omitempty"`
+	Document   string          `json:"document,omitempty"`
+	ErrorCount *int            `json:"error_count,omitempty"`
+}
+
+func inboxRow(f pipeline.InboxFile) InboxFileRow {
+	r := InboxFileRow{InboxFile: f}
+	switch f.State {
+	case pipeline.InboxStaged, pipeline.InboxProcessed:
+		r.Receipt, r.Document = f.Result, f.DestKey+".receipt.json"
+	case pipeline.InboxRejecting, pipeline.InboxRejected:
+		var doc struct {
+			ErrorCount int `json:"error_count"`
+		}
+		if json.Unmarshal(f.Result, &doc) == nil {
+			r.ErrorCount = &doc.ErrorCount
+		}
+		r.Document = f.DestKey + ".errors.json"
+	}
+	return r
+}
+
+const inboxPrefix = "inbox/"
+
+func (s *Server) getInbox(c *gin.Context) {
+	var problems []ingest.Problem
+	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
+	if len(problems) > 0 {
+		s.fail(c, &ingest.SchemaError{Problems: problems})
+		return
+	}
+	portfolio, err := scopedPortfolio(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	rep := InboxReport{Pending: []PendingFile{}, Processing: []InboxFileRow{}, Processed: []InboxFileRow{}, Rejected: []InboxFileRow{}}
+	open, err := s.deps.InboxFiles.InboxFiles(ctx, pipeline.InboxQuery{Portfolio: portfolio, Limit: 10000,
+		States: []pipeline.InboxState{pipeline.InboxProcessing, pipeline.InboxStaged, pipeline.InboxRejecting}})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	busy := map[string]bool{}
+	for _, f := range open {
+		busy[f.Key] = true
+		if len(rep.Processing) < limit {
+			rep.Processing = append(rep.Processing, inboxRow(f))
+		}
+	}
+	prefix := inboxPrefix
+	if portfolio != "" {
+		prefix += portfolio + "/"
+	}
+	after := ""
+	for len(rep.Pending) <= limit {
+		page, err := s.deps.InboxBucket.List(ctx, prefix, after, 1000)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		for _, o := range page {
+			if busy[o.Key] {
+				continue
+			}
+			pf := PendingFile{ObjectInfo: o}
+			if parts := strings.Split(strings.TrimPrefix(o.Key, inboxPrefix), "/"); len(parts) == 3 {
+				pf.Portfolio, pf.Kind, pf.Name = parts[0], parts[1], parts[2]
+			}
+			rep.Pending = append(rep.Pending, pf)
+		}
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+	if len(rep.Pending) > limit {
+		rep.Pending, rep.PendingTruncated = rep.Pending[:limit], true
+	}
+	for _, st := range []pipeline.InboxState{pipeline.InboxProcessed, pipeline.InboxRejected} {
+		done, err := s.deps.InboxFiles.InboxFiles(ctx, pipeline.InboxQuery{Portfolio: portfolio, Limit: limit,
+			States: []pipeline.InboxState{st}})
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		for _, f := range done {
+			if st == pipeline.InboxProcessed {
+				rep.Processed = append(rep.Processed, inboxRow(f))
+			} else {
+				rep.Rejected = append(rep.Rejected, inboxRow(f))
+			}
+		}
+	}
+	c.JSON(http.StatusOK, rep)
+}
+
+func (s *Server) getEvents(c *gin.Context) {
+	var problems []ingest.Problem
+	after := queryInt(c, "after", 0, 0, 1<<62, &problems)
+	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
+	if len(problems) > 0 {
+		s.fail(c, &ingest.SchemaError{Problems: problems})
+		return
+	}
+	portfolio, err := scopedPortfolio(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	evs, err := s.deps.Events.Events(c.Request.Context(), pipeline.EventQuery{
+		AfterID: after, Kind: c.Query("kind"), Portfolio: portfolio, Limit: limit})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if evs == nil {
+		evs = []pipeline.Event{}
+	}
+	c.JSON(http.StatusOK, evs)
+}
+
+// postBucketEvents takes the S3 event notifications of MinIO or versitygw.
+// They only wake the inbox scan early, so the body is read (to keep the
+// sender's connection healthy) and dropped; when a token is configured, the
+// sender must present it.
+func (s *Server) postBucketEvents(c *gin.Context) {
+	if s.cfg.WebhookTokenHash != "" {
+		tok := strings.TrimSpace(strings.TrimPrefix(c.GetHeader("Authorization"), "Bearer "))
+		if subtle.ConstantTimeCompare([]byte(pipeline.HashKey(tok)), []byte(s.cfg.WebhookTokenHash)) != 1 {
+			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "missing or wrong webhook token"))
+			return
+		}
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.Request.Body, 1<<20))
+	if s.deps.Waker != nil {
+		s.deps.Waker.Wake()
+	}
+	c.Status(http.StatusNoContent)
+}

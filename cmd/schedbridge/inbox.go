@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/inbox"
+	"github.com/schedbridge/schedbridge/storage/objstore"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// openBucket opens the configured object store: S3 when an endpoint is set,
+// else the local directory <data_dir>/bucket.
+func (a *app) openBucket(ctx context.Context) (objstore.Bucket, error) {
+	if a.cfg.S3.Endpoint == "" {
+		return objstore.NewLocal(filepath.Join(a.cfg.DataDir, "bucket"))
+	}
+	return objstore.NewS3(ctx, objstore.S3Config{
+		Endpoint: a.cfg.S3.Endpoint, Bucket: a.cfg.S3.Bucket, AccessKey: a.cfg.S3.AccessKey,
+		SecretKey: a.cfg.S3.SecretKey, UseSSL: a.cfg.S3.UseSSL, Region: a.cfg.S3.Region,
+	})
+}
+
+// inboxStore adapts the database to the inbox's Store: BeginBulk returns the
+// concrete staging transaction, which the inbox sees as its Stager.
+type inboxStore struct{ *sqldb.DB }
+
+func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
+	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
+}
+
+// ownerName names this process in inbox claims: host and pid for operators,
+// plus random bits because pids repeat across restarts and containers.
+func ownerName() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func (a *app) newProcessor(bucket objstore.Bucket, db *sqldb.DB, reg prometheus.Registerer) (*inbox.Processor, error) {
+	spool := filepath.Join(a.cfg.DataDir, "tmp")
+	if err := os.MkdirAll(spool, 0o750); err != nil {
+		return nil, err
+	}
+	return inbox.New(bucket, inboxStore{db}, inbox.Config{
+		Owner: ownerName(), Interval: a.cfg.Inbox.Interval, Lease: a.cfg.Inbox.Lease,
+		MaxFileBytes: a.cfg.Inbox.MaxFileBytes, SpoolDir: spool, Now: a.now, Logger: a.log.With("component", "inbox"),
+		Registerer: reg,
+	})
+}
+
+func (a *app) inbox(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usagef("inbox: want put or scan")
+	}
+	switch args[0] {
+	case "put":
+		return a.inboxPut(ctx, args[1:])
+	case "scan":
+		return a.inboxScan(ctx, args[1:])
+	}
+	return usagef("inbox: unknown command %q (want put or scan)", args[0])
+}
+
+// inboxScan processes what waits in the inbox once and exits, for operators
+// who drive the inbox from cron instead of serve.
+func (a *app) inboxScan(ctx context.Context, args []string) error {
+	fs := newFlagSet("inbox scan", a.stderr)
+	if rest, err := parseInterspersed(fs, args); err != nil {
+		return err
+	} else if len(rest) > 0 {
+		return usagef("inbox scan takes no arguments")
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	bucket, err := a.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := a.newProcessor(bucket, db, nil)
+	if err != nil {
+		return err
+	}
+	sum, err := p.Scan(ctx)
+	fmt.Fprintf(a.stdout, "seen %d, processed %d, rejected %d, busy %d, failed %d\n",
+		sum.Seen, sum.Processed, sum.Rejected, sum.Busy, sum.Failed)
+	if err == nil && sum.Failed > 0 {
+		err = fmt.Errorf("%d file(s) failed and stay in the inbox; see the log", sum.Failed)
+	}
+	return err
+}
+
+// inboxPut uploads a file to inbox/<portfolio>/<kind>/<name>, showing its
+// progress. It checks the names the inbox would reject before sending a byte.
+func (a *app) inboxPut(ctx context.Context, args []string) error {
+	fs := newFlagSet("inbox put", a.stderr)
+	portfolio := fs.String("portfolio", "", "portfolio id (required)")
+	kind := fs.String("kind", "", "metered-data, profiles, master-data or forecasts (required)")
+	name := fs.String("name", "", "object name in the inbox (default: the file's base name)")
+	rest, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 || *portfolio == "" || *kind == "" {
+		return usagef("usage: schedbridge inbox put FILE --portfolio ID --kind KIND [--name NAME]")
+	}
+	k, err := ingest.ParseBulkKind(*kind)
+	if err != nil {
+		return err
+	}
+	objName := *name
+	if objName == "" {
+		objName = filepath.Base(rest[0])
+	}
+	if strings.Contains(objName, "/") {
+		return usagef("--name must not contain '/'")
+	}
+	if _, _, err := ingest.DetectFormat(k, objName); err != nil {
+		return err
+	}
+	f, err := os.Open(rest[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	bucket, err := a.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s%s/%s/%s", inbox.InboxPrefix, *portfolio, k, objName)
+	pr := newProgress(a.stderr, "upload "+objName, st.Size())
+	err = bucket.Put(ctx, key, io.TeeReader(f, pr), st.Size())
+	pr.done(err == nil)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	fmt.Fprintln(a.stdout, key)
+	return nil
+}
+
+// progress prints a one-line progress bar to w at most four times a second.
+type progress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	label string
+	total int64
+	n     int64
+	start time.Time
+	last  time.Time
+}
+
+func newProgress(w io.Writer, label string, total int64) *progress {
+	now := time.Now()
+	return &progress{w: w, label: label, total: total, start: now, last: now}
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n += int64(len(b))
+	if now := time.Now(); now.Sub(p.last) >= 250*time.Millisecond {
+		p.last = now
+		p.print()
+	}
+	return len(b), nil
+}
+
+func (p *progress) print() {
+	const width = 30
+	frac := 1.0
+	if p.total > 0 {
+		frac = float64(p.n) / float64(p.total)
+	}
+	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
+	secs := max(time.Since(p.start).Seconds(), 1e-3)
+	fmt.Fprintf(p.w, "\r%s [%s] %5.1f%% %s/%s %s/s", p.label, bar, 100*frac,
+		mib(p.n), mib(p.total), mib(int64(float64(p.n)/secs)))
+}
+
+func (p *progress) done(ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.print()
+	if ok {
+		fmt.Fprintln(p.w, " done")
+	} else {
+		fmt.Fprintln(p.w, " failed")
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -1,0 +1,692 @@
+package ingest
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// Bulk files are what suppliers drop into the inbox bucket instead of calling
+// the API: the same four kinds of data, validated with the API's rules and
+// messages, but too large to hold in memory (a metered-data file may have a
+// million days of 96 values). DecodeBulk reads them as a stream and hands the
+// entries over in batches; docs/formats.md describes the formats.
+
+// BulkKind is the kind folder of an inbox file.
+type BulkKind string
+
+// The kinds of bulk files, one per data endpoint.
+const (
+	BulkMetered    BulkKind = "metered-data"
+	BulkProfiles   BulkKind = "profiles"
+	BulkMasterData BulkKind = "master-data"
+	BulkForecasts  BulkKind = "forecasts"
+)
+
+var bulkKinds = []BulkKind{BulkMetered, BulkProfiles, BulkMasterData, BulkForecasts}
+
+// ParseBulkKind accepts exactly one of the four kind names.
+func ParseBulkKind(s string) (BulkKind, error) {
+	for _, k := range bulkKinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	return "", pipeline.Errorf(pipeline.Invalid, "unknown file kind %q: want one of metered-data, profiles, master-data, forecasts", s)
+}
+
+// BulkFormat is the encoding of a bulk file.
+type BulkFormat string
+
+// Formats of bulk files.
+const (
+	FormatJSON    BulkFormat = "json"
+	FormatCSV     BulkFormat = "csv"
+	FormatParquet BulkFormat = "parquet"
+)
+
+// acceptedExtensions lists, per kind, the file name endings DetectFormat accepts.
+var acceptedExtensions = map[BulkKind]string{
+	BulkMetered:    ".json, .json.gz, .csv, .csv.gz, .parquet",
+	BulkProfiles:   ".json, .json.gz, .csv, .csv.gz",
+	BulkMasterData: ".json, .json.gz",
+	BulkForecasts:  ".json, .json.gz",
+}
+
+// bulkAccepts tells whether a kind can be given in a format.
+func bulkAccepts(kind BulkKind, f BulkFormat) bool {
+	switch f {
+	case FormatJSON:
+		return true
+	case FormatCSV:
+		return kind == BulkMetered || kind == BulkProfiles
+	case FormatParquet:
+		return kind == BulkMetered
+	}
+	return false
+}
+
+// DetectFormat reads the format from the file name's extension: .json,
+// .json.gz, .csv, .csv.gz or .parquet, in any case; gz reports gzip
+// compression. An unknown extension, or a format the kind does not accept,
+// is a pipeline.Invalid error that names what is accepted.
+func DetectFormat(kind BulkKind, name string) (format BulkFormat, gz bool, err error) {
+	if _, err := ParseBulkKind(string(kind)); err != nil {
+		return "", false, err
+	}
+	lower := strings.ToLower(name)
+	switch {
+	case strings.HasSuffix(lower, ".json.gz"):
+		format, gz = FormatJSON, true
+	case strings.HasSuffix(lower, ".json"):
+		format = FormatJSON
+	case strings.HasSuffix(lower, ".csv.gz"):
+		format, gz = FormatCSV, true
+	case strings.HasSuffix(lower, ".csv"):
+		format = FormatCSV
+	case strings.HasSuffix(lower, ".parquet"):
+		format = FormatParquet
+	default:
+		return "", false, pipeline.Errorf(pipeline.Invalid,
+			"file %q: unknown extension; accepted are .json and .json.gz (all kinds), .csv and .csv.gz (metered-data, profiles), .parquet (metered-data); %s accepts %s",
+			name, kind, acceptedExtensions[kind])
+	}
+	if !bulkAccepts(kind, format) {
+		return "", false, pipeline.Errorf(pipeline.Invalid, "file %q: %s files cannot be %s; %s accepts %s",
+			name, kind, strings.ToUpper(string(format)), kind, acceptedExtensions[kind])
+	}
+	return format, gz, nil
+}
+
+// BulkInput is one file to decode.
+type BulkInput struct {
+	Name string      // file name (for format detection and messages)
+	Body io.Reader   // the (possibly gzip-compressed) content; the decoder decompresses when gz
+	At   io.ReaderAt // required for Parquet (random access), with Size
+	Size int64
+}
+
+// BulkOptions tune DecodeBulk; the zero value is usable.
+type BulkOptions struct {
+	Rules            Rules            // as for the API decoders
+	BatchSize        int              // entries per emitted batch; 0 means 2000
+	MaxProblems      int              // problems kept (all are counted); 0 means 10000
+	MaxDocumentBytes int64            // master-data and forecast JSON documents are read whole up to this size; 0 means 64 MiB
+	Alloc            memory.Allocator // Parquet buffers; nil: memory.DefaultAllocator
+}
+
+// Defaults and limits of bulk decoding.
+const (
+	defaultBatchSize        = 2000
+	defaultMaxProblems      = 10000
+	defaultMaxDocumentBytes = 64 << 20
+	// maxEntryBytes bounds one JSON entry and one CSV row: a day of 100
+	// values in full precision takes about 2.5 KB.
+	maxEntryBytes = 1 << 20
+)
+
+// Read buffer sizes; variables so that tests can make them tiny and so
+// exercise the reads of more input in the middle of a value or row.
+var (
+	bulkBufferSize = 1 << 20  // initial read buffer of a JSON or CSV file
+	jsonWindow     = 64 << 10 // bytes read ahead before a JSON value is parsed
+)
+
+// BulkBatch is what one emit call receives: exactly one field set according
+// to the kind. The batch belongs to emit: the decoder does not reuse it.
+type BulkBatch struct {
+	Metered   []pipeline.MeteredEntry
+	Profiles  []pipeline.ProfileEntry
+	Locations []pipeline.Location // master-data: the whole document in one batch
+	Forecast  *pipeline.Forecast  // forecasts: one forecast per file
+	Canonical []byte              // forecasts: the canonical JSON (staged as the version body)
+}
+
+// FileProblem is one error of a file, in the API's vocabulary plus where in
+// the file it is.
+type FileProblem struct {
+	Line   int            `json:"line,omitempty"`   // 1-based physical line (CSV: the header is line 1); 0 when unknown
+	Column string         `json:"column,omitempty"` // CSV column name / Parquet column
+	Row    int            `json:"row,omitempty"`    // Parquet: 1-based row
+	Type   string         `json:"type"`
+	Loc    []any          `json:"loc,omitempty"` // as the API would report it, e.g. ["body","entries",12,"malo"]
+	Msg    string         `json:"msg"`
+	Input  any            `json:"input,omitempty"`
+	Ctx    map[string]any `json:"ctx,omitempty"`
+}
+
+// Problem types of bulk files that the API does not have (see docs/formats.md).
+const (
+	// ProblemBusiness is a business rule of the API (interval count,
+	// duplicates, inactive control area, ...); Msg is the API's message,
+	// with CSV lines or Parquet rows in place of entry indices.
+	ProblemBusiness = "business"
+	// ProblemFileTooLarge: a document read whole exceeds MaxDocumentBytes, or
+	// one JSON entry exceeds 1 MiB.
+	ProblemFileTooLarge = "file_too_large"
+	// ProblemGzip: a .gz file whose content is not valid gzip data.
+	ProblemGzip = "gzip_invalid"
+	// ProblemCSVHeader: a missing or unusable CSV header line.
+	ProblemCSVHeader = "csv_header"
+	// ProblemCSVCells: a CSV row with more cells than the header, or too few
+	// for its key columns.
+	ProblemCSVCells = "csv_cell_count"
+	// ProblemCSVSyntax: a quoting error or an over-long CSV row.
+	ProblemCSVSyntax = "csv_syntax"
+	// ProblemParquet: a file that is not readable Parquet.
+	ProblemParquet = "parquet_invalid"
+	// ProblemParquetSchema: a missing or mistyped Parquet column.
+	ProblemParquetSchema = "parquet_schema"
+)
+
+// BulkResult summarises a decoded file.
+type BulkResult struct {
+	Kind         BulkKind
+	Format       BulkFormat
+	Entries      int           // entries (metered/profile days, locations, 1 for a forecast)
+	Values       int64         // quarter-hour values read
+	InputHash    string        // equal to the API's InputHash for a body with the same content; "" when the file is invalid
+	ValidateOnly bool          // a JSON file with "validate_only": true
+	Problems     []FileProblem // at most MaxProblems
+	ProblemCount int           // all problems found
+}
+
+// FileError is returned when the file is invalid; Problems as in BulkResult.
+type FileError struct {
+	Problems []FileProblem
+	Count    int
+}
+
+// Error summarises the first problem.
+func (e *FileError) Error() string {
+	if len(e.Problems) == 0 {
+		return "invalid file"
+	}
+	p := e.Problems[0]
+	var where []string
+	if p.Line > 0 {
+		where = append(where, "line "+strconv.Itoa(p.Line))
+	}
+	if p.Row > 0 {
+		where = append(where, "row "+strconv.Itoa(p.Row))
+	}
+	if p.Column != "" {
+		where = append(where, "column "+p.Column)
+	}
+	s := "invalid file: "
+	if len(where) > 0 {
+		s += strings.Join(where, ", ") + ": "
+	}
+	s += p.Msg
+	if e.Count > 1 {
+		s += fmt.Sprintf(" (and %d more)", e.Count-1)
+	}
+	return s
+}
+
+// Kind classifies the error for the API's status table.
+func (e *FileError) Kind() pipeline.ErrorKind { return pipeline.Invalid }
+
+// DecodeBulk decodes and validates a whole file. With emit == nil it only
+// validates. When the file has any problem it returns the result AND a
+// *FileError, and it calls emit for nothing after the first problem is known.
+// I/O errors, emit's errors and ctx's error are returned wrapped (not
+// FileError). The entries of a batch are emitted in file order; the input
+// hash is only set for a valid file.
+func DecodeBulk(ctx context.Context, kind BulkKind, in BulkInput, opt BulkOptions, emit func(BulkBatch) error) (BulkResult, error) {
+	format, gz, err := DetectFormat(kind, in.Name)
+	if err != nil {
+		return BulkResult{Kind: kind}, err
+	}
+	if opt.BatchSize <= 0 {
+		opt.BatchSize = defaultBatchSize
+	}
+	if opt.MaxProblems <= 0 {
+		opt.MaxProblems = defaultMaxProblems
+	}
+	if opt.MaxDocumentBytes <= 0 {
+		opt.MaxDocumentBytes = defaultMaxDocumentBytes
+	}
+	if opt.Alloc == nil {
+		opt.Alloc = memory.DefaultAllocator
+	}
+	r := &bulkRun{
+		ctx: ctx, kind: kind, format: format, gz: gz, name: in.Name, opt: opt, emit: emit,
+		res:  BulkResult{Kind: kind, Format: format},
+		days: intervals{},
+	}
+	if kind == BulkMetered || kind == BulkProfiles {
+		r.hash = newStreamHash()
+	}
+	if err := ctx.Err(); err != nil {
+		return r.res, err
+	}
+	if format == FormatParquet {
+		err = r.parquetMetered(in)
+	} else {
+		err = r.decodeStream(in)
+	}
+	if err != nil {
+		return r.res, err
+	}
+	return r.finish()
+}
+
+// decodeStream decodes the formats that are read front to back.
+func (r *bulkRun) decodeStream(in BulkInput) error {
+	if in.Body == nil {
+		return fmt.Errorf("ingest: bulk file %q has no Body", in.Name)
+	}
+	r.src = &sourceReader{r: in.Body}
+	var body io.Reader = r.src
+	if r.gz {
+		zr, err := gzip.NewReader(r.src)
+		if err != nil {
+			return r.readFailed(err)
+		}
+		defer zr.Close()
+		body = zr
+	}
+	switch {
+	case r.format == FormatCSV:
+		return r.csvEntries(body)
+	case r.kind == BulkMetered || r.kind == BulkProfiles:
+		return r.jsonEntries(body)
+	default:
+		return r.jsonDocument(body)
+	}
+}
+
+// sourceReader remembers the errors of the file's own reader, which tells an
+// I/O error from a gzip stream that is corrupt.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		s.err = err
+	}
+	return n, err
+}
+
+// readFailed turns an error from reading the (decompressed) body into what
+// DecodeBulk returns: a gzip error is a problem of the file, anything else an
+// I/O error.
+func (r *bulkRun) readFailed(err error) error {
+	if r.src != nil && r.src.err != nil {
+		return fmt.Errorf("read %s: %w", r.name, r.src.err)
+	}
+	if !r.gz {
+		return fmt.Errorf("read %s: %w", r.name, err)
+	}
+	msg := err.Error()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		msg = "the compressed data ends early"
+	}
+	r.add(FileProblem{Type: ProblemGzip, Msg: "the file is not valid gzip data: " + msg})
+	return nil
+}
+
+// bulkRun is the state of one DecodeBulk call.
+type bulkRun struct {
+	ctx    context.Context
+	kind   BulkKind
+	format BulkFormat
+	gz     bool
+	name   string
+	opt    BulkOptions
+	emit   func(BulkBatch) error
+	src    *sourceReader
+
+	res      BulkResult
+	problems []FileProblem
+	count    int
+	// held are problems reported after the entries, to keep pydantic's
+	// field order (validate_only comes after entries).
+	held []FileProblem
+
+	hash *streamHash // nil once a problem is known, or for whole documents
+	days intervals
+	c    checker // validates single fields; emptied after each use
+	tick int     // entries since ctx was last checked
+
+	// The batch being filled; only when emit is set and no problem is known.
+	metered  []pipeline.MeteredEntry
+	profiles []pipeline.ProfileEntry
+	backing  []float64 // values of the batch's entries (CSV, Parquet)
+	vals     []float64 // scratch values of one CSV row or Parquet row
+	text     []byte    // the canonical JSON of a CSV row's values
+
+	// Duplicate detection: key -> where the first occurrence is (entry
+	// index, CSV line or Parquet row).
+	seen map[uint64]int32
+	// pairs interns valid (mga, profile) pairs of a profiles file.
+	pairs     map[string]uint32
+	pairNames [][2]string
+	pairKey   []byte
+}
+
+// failed tells whether a problem is known.
+func (r *bulkRun) failed() bool { return r.count > 0 }
+
+// add records a problem; from then on nothing is emitted or hashed.
+func (r *bulkRun) add(p FileProblem) {
+	r.count++
+	if len(r.problems) < r.opt.MaxProblems {
+		r.problems = append(r.problems, p)
+	}
+	r.hash = nil
+	r.metered, r.profiles, r.backing = nil, nil, nil
+}
+
+// takeChecker moves the problems the field checker found into the file's,
+// with where they are in the file.
+func (r *bulkRun) takeChecker(line, row int, column string) {
+	for _, p := range r.c.problems {
+		fp := fileProblem(p)
+		fp.Line, fp.Row, fp.Column = line, row, column
+		r.add(fp)
+	}
+	r.c.problems = r.c.problems[:0]
+	r.c.full = false
+}
+
+// listNames are the list fields of the four models: a loc element after one
+// of them is an index, rendered as a number as FastAPI does.
+var listNames = map[string]bool{
+	"entries": true, "values": true, "values_kwh": true, "series": true, "locations": true, "slices": true,
+}
+
+// fileProblem converts an API problem; the location in the file is set by
+// the caller.
+func fileProblem(p Problem) FileProblem {
+	loc := make([]any, len(p.Loc))
+	for i, s := range p.Loc {
+		loc[i] = s
+		if i > 0 && listNames[p.Loc[i-1]] {
+			if n, err := strconv.Atoi(s); err == nil {
+				loc[i] = n
+			}
+		}
+	}
+	fp := FileProblem{Type: p.Type, Loc: loc, Msg: p.Msg, Input: p.Input}
+	if len(p.Ctx) > 0 {
+		fp.Ctx = p.Ctx
+	}
+	return fp
+}
+
+// origin is where an entry is in the file.
+type origin struct {
+	index int // 0-based entry index, the loc's
+	line  int // CSV: the row's first line; JSON: the line the entry starts on
+	row   int // Parquet: 1-based row
+}
+
+// ref is the number by which business messages name an entry: the entry
+// index for JSON, as the API does, the line for CSV and the row for Parquet.
+func (r *bulkRun) ref(o origin) int {
+	switch r.format {
+	case FormatCSV:
+		return o.line
+	case FormatParquet:
+		return o.row
+	}
+	return o.index
+}
+
+func (r *bulkRun) label(ref int) string {
+	switch r.format {
+	case FormatCSV:
+		return "line " + strconv.Itoa(ref)
+	case FormatParquet:
+		return "row " + strconv.Itoa(ref)
+	}
+	return "entries[" + strconv.Itoa(ref) + "]"
+}
+
+// business reports a broken business rule of the entry at o.
+func (r *bulkRun) business(o origin, msg string) {
+	r.add(FileProblem{Line: o.line, Row: o.row, Type: ProblemBusiness, Loc: []any{"body", "entries", o.index}, Msg: msg})
+}
+
+// dayKey numbers a day compactly for duplicate keys (22 bits).
+func dayKey(d pipeline.Day) uint64 {
+	return uint64((d.Year*12+int(d.Month)-1)*31 + d.Dom - 1)
+}
+
+// maloKey is the number of a valid (11-digit) MaLo id.
+func maloKey(s string) uint64 {
+	var n uint64
+	for i := 0; i < len(s); i++ {
+		n = n*10 + uint64(s[i]-'0')
+	}
+	return n
+}
+
+// meteredEntry applies the business rules to a schema-valid metered entry,
+// then hashes and batches it. Its Values may be scratch: batching copies
+// them when they are not owned. text, when not nil, is the canonical JSON of
+// the values, written already.
+func (r *bulkRun) meteredEntry(e pipeline.MeteredEntry, o origin, owned bool, text []byte) error {
+	if want := r.days.of(e.Day); len(e.Values) != want {
+		r.business(o, fmt.Sprintf("%s (%s, %s): %d intervals, expected %d", r.label(r.ref(o)), e.Malo, e.Day, len(e.Values), want))
+	}
+	if r.seen == nil {
+		r.seen = make(map[uint64]int32)
+	}
+	k := maloKey(e.Malo)<<22 | dayKey(e.Day)
+	if first, dup := r.seen[k]; dup {
+		r.business(o, fmt.Sprintf("%s (%s, %s): duplicate of %s", r.label(r.ref(o)), e.Malo, e.Day, r.label(int(first))))
+	} else {
+		r.seen[k] = int32(r.ref(o))
+	}
+	if r.failed() {
+		return nil
+	}
+	r.hash.metered(&e, text)
+	if r.emit == nil {
+		return nil
+	}
+	if !owned {
+		e.Values = r.keep(e.Values)
+	}
+	r.metered = append(r.metered, e)
+	if len(r.metered) >= r.opt.BatchSize {
+		return r.flush()
+	}
+	return nil
+}
+
+// profileEntry is meteredEntry for load profiles; pair is the interned id of
+// the entry's (mga, profile).
+func (r *bulkRun) profileEntry(e pipeline.ProfileEntry, pair uint32, o origin, owned bool, text []byte) error {
+	if want := r.days.of(e.Day); len(e.ValuesKWh) != want {
+		r.business(o, fmt.Sprintf("%s (%s/%s, %s): %d intervals, expected %d", r.label(r.ref(o)), e.MGA, e.Profile, e.Day, len(e.ValuesKWh), want))
+	}
+	if r.seen == nil {
+		r.seen = make(map[uint64]int32)
+	}
+	k := uint64(pair)<<22 | dayKey(e.Day)
+	if first, dup := r.seen[k]; dup {
+		r.business(o, fmt.Sprintf("%s (%s/%s, %s): duplicate of %s", r.label(r.ref(o)), e.MGA, e.Profile, e.Day, r.label(int(first))))
+	} else {
+		r.seen[k] = int32(r.ref(o))
+	}
+	if r.failed() {
+		return nil
+	}
+	r.hash.profile(&e, text)
+	if r.emit == nil {
+		return nil
+	}
+	if !owned {
+		e.ValuesKWh = r.keep(e.ValuesKWh)
+	}
+	r.profiles = append(r.profiles, e)
+	if len(r.profiles) >= r.opt.BatchSize {
+		return r.flush()
+	}
+	return nil
+}
+
+// pair interns a valid (mga, profile) pair and returns its id and strings.
+func (r *bulkRun) pair(mga, profile string) (uint32, string, string) {
+	k := r.pairKey[:0]
+	k = strconv.AppendInt(k, int64(len(mga)), 10)
+	k = append(k, ':')
+	k = append(k, mga...)
+	k = append(k, profile...)
+	r.pairKey = k
+	if id, ok := r.pairs[string(k)]; ok {
+		names := r.pairNames[id]
+		return id, names[0], names[1]
+	}
+	if r.pairs == nil {
+		r.pairs = make(map[string]uint32)
+	}
+	id := uint32(len(r.pairNames))
+	r.pairs[string(k)] = id
+	r.pairNames = append(r.pairNames, [2]string{mga, profile})
+	return id, mga, profile
+}
+
+// keep copies values into the batch's storage.
+func (r *bulkRun) keep(values []float64) []float64 {
+	if cap(r.backing)-len(r.backing) < len(values) {
+		r.backing = make([]float64, 0, max(r.opt.BatchSize*96, len(values)))
+	}
+	start := len(r.backing)
+	r.backing = append(r.backing, values...)
+	return r.backing[start:len(r.backing):len(r.backing)]
+}
+
+// flush emits the batch being filled, if any.
+func (r *bulkRun) flush() error {
+	if r.emit == nil || r.failed() || len(r.metered)+len(r.profiles) == 0 {
+		return nil
+	}
+	b := BulkBatch{Metered: r.metered, Profiles: r.profiles}
+	r.metered, r.profiles, r.backing = nil, nil, nil
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	if err := r.emit(b); err != nil {
+		return fmt.Errorf("emit batch of %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// counted is called once per entry; it checks ctx every BatchSize entries.
+func (r *bulkRun) counted(values int) error {
+	r.res.Entries++
+	r.res.Values += int64(values)
+	if r.tick++; r.tick >= r.opt.BatchSize {
+		r.tick = 0
+		return r.ctx.Err()
+	}
+	return nil
+}
+
+// finish emits the last batch and builds the result.
+func (r *bulkRun) finish() (BulkResult, error) {
+	if err := r.flush(); err != nil {
+		return r.res, err
+	}
+	for _, p := range r.held {
+		r.add(p)
+	}
+	r.res.Problems, r.res.ProblemCount = r.problems, r.count
+	if r.failed() {
+		r.res.InputHash = ""
+		return r.res, &FileError{Problems: r.problems, Count: r.count}
+	}
+	if r.hash != nil {
+		r.res.InputHash = r.hash.sum()
+	}
+	return r.res, nil
+}
+
+// streamHash computes the input hash of a metered-data or profile
+// submission entry by entry: it writes exactly the bytes of
+// canonicalMetered / canonicalProfiles into SHA-256 without holding them.
+type streamHash struct {
+	h   hash.Hash
+	buf []byte
+	n   int
+}
+
+const streamHashFlush = 32 << 10
+
+func newStreamHash() *streamHash {
+	s := &streamHash{h: sha256.New(), buf: make([]byte, 0, streamHashFlush+4096)}
+	s.buf = append(s.buf, `{"entries":[`...)
+	return s
+}
+
+func (s *streamHash) next() obj {
+	if s.n > 0 {
+		s.buf = append(s.buf, ',')
+	}
+	s.n++
+	return obj{b: append(s.buf, '{')}
+}
+
+func (s *streamHash) done(o obj) {
+	s.buf = append(o.b, '}')
+	if len(s.buf) >= streamHashFlush {
+		s.h.Write(s.buf)
+		s.buf = s.buf[:0]
+	}
+}
+
+func (s *streamHash) metered(e *pipeline.MeteredEntry, text []byte) {
+	o := s.next()
+	if text == nil {
+		writeMeteredEntry(&o, e)
+	} else {
+		// writeMeteredEntry with the values written already.
+		o.day("day", e.Day)
+		o.str("malo", e.Malo)
+		o.str("unit", string(e.Unit))
+		o.key("values")
+		o.b = append(append(append(o.b, '['), text...), ']')
+	}
+	s.done(o)
+}
+
+func (s *streamHash) profile(e *pipeline.ProfileEntry, text []byte) {
+	o := s.next()
+	if text == nil {
+		writeProfileEntry(&o, e)
+	} else {
+		// writeProfileEntry with the values written already.
+		o.day("day", e.Day)
+		o.str("mga", e.MGA)
+		o.str("profile", e.Profile)
+		o.key("values_kwh")
+		o.b = append(append(append(o.b, '['), text...), ']')
+	}
+	s.done(o)
+}
+
+func (s *streamHash) sum() string {
+	s.buf = append(s.buf, ']', '}')
+	s.h.Write(s.buf)
+	s.buf = s.buf[:0]
+	return hex.EncodeToString(s.h.Sum(nil))
+}

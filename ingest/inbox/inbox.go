@@ -1,0 +1,665 @@
+// Package inbox is the bucket watcher: it finds files that suppliers dropped
+// under inbox/<portfolio>/<kind>/<name>, claims each so that only one running
+// process works on it, validates it with the API's rules, stages it exactly
+// once and moves it to processed/ with a receipt or to rejected/ with its
+// errors.
+//
+// Exactly once rests on three facts. The claim is a database row with a lease,
+// so two processes never both work on a file, and a crashed holder's file is
+// taken over when its lease runs out. Staging and the row's move to "staged"
+// (with the receipt) commit in one transaction that first checks the claim,
+// so a file is staged at most once. The moves after that are idempotent and
+// are finished from the row on restart, so a crash at any point ends with the
+// same result as a run without it.
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// Key prefixes of the bucket layout.
+const (
+	InboxPrefix     = "inbox/"
+	ProcessedPrefix = "processed/"
+	RejectedPrefix  = "rejected/"
+	// unknownPortfolio is the rejected/ folder of files whose key names no
+	// portfolio.
+	unknownPortfolio = "_"
+)
+
+// Bucket is what the inbox needs of an object store.
+type Bucket interface {
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	Stat(ctx context.Context, key string) (pipeline.ObjectInfo, error)
+	List(ctx context.Context, prefix, startAfter string, limit int) ([]pipeline.ObjectInfo, error)
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	Move(ctx context.Context, src, dst string) error
+}
+
+// Stager stages one file in a single transaction (see sqldb.BulkStage).
+type Stager interface {
+	Metered(ctx context.Context, entries []pipeline.MeteredEntry) error
+	Profiles(ctx context.Context, entries []pipeline.ProfileEntry) error
+	Locations(ctx context.Context, locs []pipeline.Location) error
+	Forecast(ctx context.Context, f pipeline.Forecast, canonical []byte) error
+	ValidateOnly()
+	Commit(ctx context.Context, fileID int64, owner, dest string, a *pipeline.AuditEntry,
+		receipt func(pipeline.StageResult) ([]byte, error)) (pipeline.StageResult, error)
+	Rollback()
+}
+
+// Store is what the inbox needs of the database.
+type Store interface {
+	Portfolio(ctx context.Context, id string) (pipeline.Portfolio, error)
+	ClaimInboxFile(ctx context.Context, f pipeline.InboxFile, owner string, now time.Time, lease time.Duration) (pipeline.InboxFile, bool, error)
+	RenewInboxLease(ctx context.Context, id int64, owner string, until time.Time) error
+	MarkInboxRejected(ctx context.Context, id int64, owner, reason, dest string, result []byte) error
+	FinishInboxFile(ctx context.Context, id int64, owner string, now time.Time, ev pipeline.Event) error
+	OpenInboxFiles(ctx context.Context) ([]pipeline.InboxFile, error)
+	BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (Stager, error)
+}
+
+// Config tunes a Processor. Zero values take the defaults noted.
+type Config struct {
+	// Owner names this process in claims; it must differ between processes.
+	Owner string
+	// Interval between scans (default 30 s); a wake-up starts one early.
+	Interval time.Duration
+	// Lease of a claim (default 2 min), renewed every third of it while the
+	// file is processed. A crashed holder's file is taken over after it.
+	Lease time.Duration
+	// MaxFileBytes rejects larger files (default 8 GiB).
+	MaxFileBytes int64
+	// PageSize of the inbox listing (default 1000).
+	PageSize int
+	// Decode options: batch size, problem cap, document size.
+	Decode ingest.BulkOptions
+	// SpoolDir holds temporary copies of Parquet files read from stores
+	// without random access (default os.TempDir()).
+	SpoolDir string
+	Now      func() time.Time
+	Logger   *slog.Logger
+	// Registerer takes the inbox metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+}
+
+// Processor scans the inbox and processes its files.
+type Processor struct {
+	bucket Bucket
+	store  Store
+	cfg    Config
+	wake   chan struct{}
+	m      metrics
+}
+
+// New returns a processor over the bucket and the store.
+func New(bucket Bucket, store Store, cfg Config) (*Processor, error) {
+	if cfg.Owner == "" {
+		return nil, pipeline.Errorf(pipeline.Invalid, "inbox: an owner name is required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 8 << 30
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 1000
+	}
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = os.TempDir()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Processor{bucket: bucket, store: store, cfg: cfg, wake: make(chan struct{}, 1), m: newMetrics()}
+	if cfg.Registerer != nil {
+		if err := p.m.register(cfg.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Wake starts the next scan now. Bucket notifications call it; they only
+// hurry the scan, which alone guarantees that no file is missed.
+func (p *Processor) Wake() {
+	select {
+	case p.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// Run scans until ctx ends: at once, then every Interval or on Wake.
+func (p *Processor) Run(ctx context.Context) error {
+	t := time.NewTicker(p.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := p.Scan(ctx); err != nil && ctx.Err() == nil {
+			p.cfg.Logger.Error("inbox scan failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-p.wake:
+		}
+	}
+}
+
+// Summary counts what one scan did.
+type Summary struct {
+	Seen      int `json:"seen"`
+	Processed int `json:"processed"`
+	Rejected  int `json:"rejected"`
+	Busy      int `json:"busy"`
+	Failed    int `json:"failed"`
+}
+
+func (s *Summary) add(o outcome) {
+	switch o {
+	case outcomeProcessed:
+		s.Processed++
+	case outcomeRejected:
+		s.Rejected++
+	case outcomeBusy:
+		s.Busy++
+	case outcomeFailed:
+		s.Failed++
+	}
+}
+
+type outcome int
+
+const (
+	outcomeNone outcome = iota
+	outcomeProcessed
+	outcomeRejected
+	outcomeBusy
+	outcomeFailed
+)
+
+// Scan finishes files whose processing was interrupted after staging, then
+// processes every file in the inbox once. A file that fails for a transient
+// reason (store or database unavailable) stays in the inbox for the next scan.
+func (p *Processor) Scan(ctx context.Context) (Summary, error) {
+	start := time.Now()
+	defer func() { p.m.scanSeconds.Observe(time.Since(start).Seconds()) }()
+	var sum Summary
+	if err := p.sweep(ctx, &sum); err != nil {
+		return sum, err
+	}
+	after := ""
+	for {
+		page, err := p.bucket.List(ctx, InboxPrefix, after, p.cfg.PageSize)
+		if err != nil {
+			return sum, fmt.Errorf("inbox scan: list: %w", err)
+		}
+		for _, o := range page {
+			if ctx.Err() != nil {
+				return sum, ctx.Err()
+			}
+			sum.Seen++
+			out, err := p.handle(ctx, o)
+			if err != nil {
+				out = outcomeFailed
+				p.cfg.Logger.Error("inbox file failed", "key", o.Key, "err", err)
+			}
+			p.m.files.WithLabelValues(outcomeLabel(out)).Inc()
+			sum.add(out)
+		}
+		if len(page) < p.cfg.PageSize {
+			break
+		}
+		after = page[len(page)-1].Key
+	}
+	p.m.pending.Set(float64(sum.Busy + sum.Failed))
+	if sum.Seen > 0 {
+		p.cfg.Logger.Info("inbox scan", "seen", sum.Seen, "processed", sum.Processed, "rejected", sum.Rejected,
+			"busy", sum.Busy, "failed", sum.Failed, "duration", time.Since(start))
+	}
+	return sum, nil
+}
+
+func outcomeLabel(o outcome) string {
+	switch o {
+	case outcomeProcessed:
+		return "processed"
+	case outcomeRejected:
+		return "rejected"
+	case outcomeBusy:
+		return "busy"
+	case outcomeFailed:
+		return "failed"
+	}
+	return "none"
+}
+
+// sweep finishes open files whose object may have left the inbox already: a
+// crash after the move but before the row was closed leaves nothing in the
+// inbox for the scan to find.
+func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
+	open, err := p.store.OpenInboxFiles(ctx)
+	if err != nil {
+		return fmt.Errorf("inbox sweep: %w", err)
+	}
+	now := p.cfg.Now()
+	for _, f := range open {
+		if f.State == pipeline.InboxProcessing || (f.LeaseUntil.After(now) && f.Owner != p.cfg.Owner) {
+			continue // work the scan of the inbox will find, or another process's live claim
+		}
+		claim, ok, err := p.store.ClaimInboxFile(ctx, f, p.cfg.Owner, now, p.cfg.Lease)
+		if err != nil || !ok {
+			continue
+		}
+		out, err := p.finish(ctx, claim)
+		if err != nil {
+			p.cfg.Logger.Error("inbox sweep failed", "key", f.Key, "err", err)
+			continue
+		}
+		sum.add(out)
+	}
+	return nil
+}
+
+// layout is where a key sits in inbox/<portfolio>/<kind>/<name>.
+type layout struct {
+	portfolio, kind, name string
+	rest                  string // the key after inbox/<portfolio>/
+}
+
+func parseLayout(key string) (layout, error) {
+	rel := strings.TrimPrefix(key, InboxPrefix)
+	parts := strings.Split(rel, "/")
+	l := layout{portfolio: unknownPortfolio, rest: rel}
+	if len(parts) >= 2 {
+		l.portfolio, l.rest = parts[0], strings.Join(parts[1:], "/")
+	}
+	if len(parts) != 3 {
+		return l, pipeline.Errorf(pipeline.Invalid,
+			"file %q is outside the inbox layout inbox/<portfolio>/<kind>/<name>", key)
+	}
+	l.kind, l.name = parts[1], parts[2]
+	if _, err := ingest.ParseBulkKind(l.kind); err != nil {
+		return l, err
+	}
+	return l, nil
+}
+
+// handle claims and processes one inbox object.
+func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome, error) {
+	l, layoutErr := parseLayout(o.Key)
+	f := pipeline.InboxFile{Key: o.Key, ETag: o.ETag, Size: o.Size, PortfolioID: l.portfolio, Kind: l.kind, Name: l.name}
+	claim, ok, err := p.store.ClaimInboxFile(ctx, f, p.cfg.Owner, p.cfg.Now(), p.cfg.Lease)
+	if err != nil {
+		return outcomeFailed, err
+	}
+	if !ok {
+		return outcomeBusy, nil
+	}
+	if claim.State != pipeline.InboxProcessing {
+		// Interrupted after staging or rejecting. If the object is a new
+		// drop under the same name, the interrupted one was moved already:
+		// close it, then claim the new object.
+		out, err := p.finish(ctx, claim)
+		if err != nil || claim.ETag == o.ETag {
+			return out, err
+		}
+		return p.handle(ctx, o)
+	}
+	ctx, stop := p.heartbeat(ctx, claim)
+	defer stop()
+	return p.process(ctx, claim, l, layoutErr)
+}
+
+// heartbeat renews the claim's lease until stop is called, and cancels the
+// returned context when the claim is lost, so a processor that was presumed
+// dead stops instead of racing its successor.
+func (p *Processor) heartbeat(ctx context.Context, f pipeline.InboxFile) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(p.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				err := p.store.RenewInboxLease(ctx, f.ID, p.cfg.Owner, p.cfg.Now().Add(p.cfg.Lease))
+				if pipeline.KindOf(err) == pipeline.Conflict {
+					cancel(err)
+					return
+				}
+				if err != nil {
+					// On SQLite a staging transaction holds the write lock; the
+					// lease cannot be stolen meanwhile, so a busy renewal is harmless.
+					p.cfg.Logger.Debug("inbox lease renewal failed", "key", f.Key, "err", err)
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		close(done)
+		wg.Wait()
+		cancel(nil)
+	}
+}
+
+// rejectReason is a whole-file reason for rejection, with the file's
+// problems when it was decoded.
+type rejectReason struct {
+	reason   string
+	problems []ingest.FileProblem
+	count    int
+}
+
+// process validates and stages a freshly claimed file.
+func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout, layoutErr error) (outcome, error) {
+	started := p.cfg.Now()
+	if layoutErr != nil {
+		return p.reject(ctx, f, l, rejectReason{reason: pipeline.MessageOf(layoutErr)})
+	}
+	kind, _ := ingest.ParseBulkKind(l.kind)
+	if _, _, err := ingest.DetectFormat(kind, l.name); err != nil {
+		return p.reject(ctx, f, l, rejectReason{reason: pipeline.MessageOf(err)})
+	}
+	if f.Size > p.cfg.MaxFileBytes {
+		return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
+			"file of %d bytes exceeds the inbox limit of %d bytes", f.Size, p.cfg.MaxFileBytes)})
+	}
+	portfolio, err := p.store.Portfolio(ctx, l.portfolio)
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf("unknown portfolio %q", l.portfolio)})
+	} else if err != nil {
+		return outcomeFailed, err
+	}
+	opt := p.cfg.Decode
+	opt.Rules = ingest.Rules{Active: portfolio.Active()}
+
+	src, err := p.open(ctx, f)
+	if err != nil {
+		return outcomeFailed, err
+	}
+	defer src.Close()
+
+	// Pass 1 validates the whole file and computes its input hash; nothing
+	// is staged unless every entry is valid.
+	in, err := src.input(l.name)
+	if err != nil {
+		return outcomeFailed, err
+	}
+	res, err := ingest.DecodeBulk(ctx, kind, in, opt, nil)
+	var fe *ingest.FileError
+	if errors.As(err, &fe) {
+		return p.reject(ctx, f, l, rejectReason{
+			reason:   fmt.Sprintf("%d problem(s) found; nothing was staged", fe.Count),
+			problems: fe.Problems, count: fe.Count,
+		})
+	} else if err != nil {
+		return outcomeFailed, fmt.Errorf("validate %s: %w", f.Key, err)
+	}
+	validated := p.cfg.Now()
+
+	// Pass 2 reads the file again and stages it batch by batch in one
+	// transaction.
+	dest, err := p.freeKey(ctx, fmt.Sprintf("%s%s/%s/%s", ProcessedPrefix, l.portfolio,
+		pipeline.DayOf(validated).String(), l.name), f.ID)
+	if err != nil {
+		return outcomeFailed, err
+	}
+	st, err := p.store.BeginBulk(ctx, stagingKind(kind), l.portfolio, res.InputHash, validated)
+	if err != nil {
+		return outcomeFailed, err
+	}
+	defer st.Rollback()
+	if res.ValidateOnly {
+		st.ValidateOnly()
+	} else {
+		in, err := src.input(l.name)
+		if err != nil {
+			return outcomeFailed, err
+		}
+		if _, err := ingest.DecodeBulk(ctx, kind, in, opt, func(b ingest.BulkBatch) error { return stageBatch(ctx, st, b) }); err != nil {
+			if cause := context.Cause(ctx); cause != nil && pipeline.KindOf(cause) == pipeline.Conflict {
+				return outcomeBusy, nil
+			}
+			return outcomeFailed, fmt.Errorf("stage %s: %w", f.Key, err)
+		}
+	}
+	audit := &pipeline.AuditEntry{
+		ReceivedAt: validated, PortfolioID: l.portfolio, Endpoint: "inbox " + string(kind),
+		InputHash: res.InputHash, StatusCode: 200,
+	}
+	var receipt []byte
+	sr, err := st.Commit(ctx, f.ID, p.cfg.Owner, dest, audit, func(sr pipeline.StageResult) ([]byte, error) {
+		counts := map[string]int{"entries": res.Entries, "values": int(res.Values),
+			"created": sr.Created, "replaced": sr.Replaced, "unchanged": sr.Unchanged}
+		audit.Counts = counts
+		staged := p.cfg.Now()
+		receipt, err = json.MarshalIndent(Receipt{
+			ID: f.ID, File: f.Key, Dest: dest, Portfolio: l.portfolio, Kind: string(kind), Format: string(res.Format),
+			Size: f.Size, ETag: f.ETag, InputHash: res.InputHash, Status: string(sr.Status), Version: sr.Version,
+			Counts: counts, Attempts: f.Attempts,
+			Timings: Timings{
+				ClaimedAt: f.ClaimedAt, StagedAt: staged,
+				ValidateMS: validated.Sub(started).Milliseconds(), StageMS: staged.Sub(validated).Milliseconds(),
+				TotalMS: staged.Sub(started).Milliseconds(),
+			},
+		}, "", "  ")
+		return receipt, err
+	})
+	if pipeline.KindOf(err) == pipeline.Conflict {
+		return outcomeBusy, nil // our lease ran out and another process owns the file now
+	} else if err != nil {
+		return outcomeFailed, err
+	}
+	p.m.values.Add(float64(res.Values))
+	f.State, f.DestKey, f.Result, f.Status, f.InputHash = pipeline.InboxStaged, dest, receipt, sr.Status, res.InputHash
+	return p.finish(ctx, f)
+}
+
+func stagingKind(k ingest.BulkKind) string {
+	switch k {
+	case ingest.BulkMetered:
+		return "metered"
+	case ingest.BulkProfiles:
+		return "profile"
+	case ingest.BulkMasterData:
+		return "location"
+	default:
+		return "forecast"
+	}
+}
+
+func stageBatch(ctx context.Context, st Stager, b ingest.BulkBatch) error {
+	switch {
+	case b.Metered != nil:
+		return st.Metered(ctx, b.Metered)
+	case b.Profiles != nil:
+		return st.Profiles(ctx, b.Profiles)
+	case b.Locations != nil:
+		return st.Locations(ctx, b.Locations)
+	case b.Forecast != nil:
+		return st.Forecast(ctx, *b.Forecast, b.Canonical)
+	}
+	return nil
+}
+
+// reject records why a claimed file is invalid and moves it to rejected/.
+func (p *Processor) reject(ctx context.Context, f pipeline.InboxFile, l layout, why rejectReason) (outcome, error) {
+	// A file in the layout goes to rejected/<portfolio>/<name>; one outside
+	// it keeps its path below the portfolio, so that nothing collides.
+	name := l.name
+	if name == "" {
+		name = l.rest
+	}
+	dest, err := p.freeKey(ctx, fmt.Sprintf("%s%s/%s", RejectedPrefix, l.portfolio, name), f.ID)
+	if err != nil {
+		return outcomeFailed, err
+	}
+	problems := why.problems
+	if problems == nil {
+		problems = []ingest.FileProblem{}
+	}
+	doc, err := json.MarshalIndent(Errors{
+		ID: f.ID, File: f.Key, Dest: dest, Portfolio: l.portfolio, Kind: l.kind, Reason: why.reason,
+		ErrorCount: why.count, Errors: problems, Truncated: why.count > len(why.problems),
+		RejectedAt: p.cfg.Now().UTC(),
+	}, "", "  ")
+	if err != nil {
+		return outcomeFailed, err
+	}
+	if err := p.store.MarkInboxRejected(ctx, f.ID, p.cfg.Owner, why.reason, dest, doc); err != nil {
+		if pipeline.KindOf(err) == pipeline.Conflict {
+			return outcomeBusy, nil
+		}
+		return outcomeFailed, err
+	}
+	f.State, f.DestKey, f.Result, f.Reason = pipeline.InboxRejecting, dest, doc, why.reason
+	return p.finish(ctx, f)
+}
+
+// finish moves a staged or rejected file out of the inbox and closes its
+// row. Every step may run again after a crash: the document is written
+// before the move, so a file is never in processed/ or rejected/ without
+// it, and a missing source means the move happened already.
+func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, error) {
+	docKey, kind, out := f.DestKey+".receipt.json", "inbox.processed", outcomeProcessed
+	if f.State == pipeline.InboxRejecting {
+		docKey, kind, out = f.DestKey+".errors.json", "inbox.rejected", outcomeRejected
+	}
+	if err := p.bucket.Put(ctx, docKey, strings.NewReader(string(f.Result)), int64(len(f.Result))); err != nil {
+		return outcomeFailed, fmt.Errorf("write %s: %w", docKey, err)
+	}
+	cur, err := p.bucket.Stat(ctx, f.Key)
+	switch {
+	case err == nil && cur.ETag == f.ETag:
+		if err := p.bucket.Move(ctx, f.Key, f.DestKey); err != nil {
+			return outcomeFailed, fmt.Errorf("move %s: %w", f.Key, err)
+		}
+	case err == nil:
+		// Replaced by a new drop after this one was staged: the new object
+		// is a file of its own, left in the inbox for its own claim.
+	case pipeline.KindOf(err) == pipeline.NotFound:
+		// Moved before a crash.
+	default:
+		return outcomeFailed, err
+	}
+	data := map[string]any{"id": f.ID, "dest": f.DestKey, "kind": f.Kind, "name": f.Name}
+	if out == outcomeProcessed {
+		data["status"], data["input_hash"] = f.Status, f.InputHash
+	} else {
+		data["reason"] = f.Reason
+	}
+	b, _ := json.Marshal(data)
+	ev := pipeline.Event{At: p.cfg.Now(), Kind: kind, PortfolioID: f.PortfolioID, Subject: f.Key, Data: b}
+	if err := p.store.FinishInboxFile(ctx, f.ID, p.cfg.Owner, p.cfg.Now(), ev); err != nil {
+		if pipeline.KindOf(err) == pipeline.Conflict {
+			return outcomeBusy, nil
+		}
+		return outcomeFailed, err
+	}
+	p.cfg.Logger.Info("inbox file "+string(stateWord(out)), "key", f.Key, "dest", f.DestKey,
+		"status", f.Status, "reason", f.Reason)
+	return out, nil
+}
+
+func stateWord(o outcome) string {
+	if o == outcomeRejected {
+		return "rejected"
+	}
+	return "processed"
+}
+
+// freeKey returns key, or key with the file's id before its extension when
+// another file took the name already, so that no earlier file is
+// overwritten. The choice is stored with the row, so a re-run after a crash
+// uses the same key.
+func (p *Processor) freeKey(ctx context.Context, key string, id int64) (string, error) {
+	_, err := p.bucket.Stat(ctx, key)
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return key, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	dir, base := path.Split(key)
+	name, ext := splitExt(base)
+	return fmt.Sprintf("%s%s.%d%s", dir, name, id, ext), nil
+}
+
+// splitExt splits "a.csv.gz" into "a" and ".csv.gz".
+func splitExt(base string) (string, string) {
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		return base[:i], base[i:]
+	}
+	return base, ""
+}
+
+// Receipt is the document written next to a processed file.
+type Receipt struct {
+	ID        int64          `json:"id"`
+	File      string         `json:"file"`
+	Dest      string         `json:"dest"`
+	Portfolio string         `json:"portfolio"`
+	Kind      string         `json:"kind"`
+	Format    string         `json:"format"`
+	Size      int64          `json:"size"`
+	ETag      string         `json:"etag"`
+	InputHash string         `json:"input_hash"`
+	Status    string         `json:"status"`
+	Version   int            `json:"version,omitempty"`
+	Counts    map[string]int `json:"counts"`
+	Attempts  int            `json:"attempts"`
+	Timings   Timings        `json:"timings"`
+}
+
+// Timings of a processed file.
+type Timings struct {
+	ClaimedAt  time.Time `json:"claimed_at"`
+	StagedAt   time.Time `json:"staged_at"`
+	ValidateMS int64     `json:"validate_ms"`
+	StageMS    int64     `json:"stage_ms"`
+	TotalMS    int64     `json:"total_ms"`
+}
+
+// Errors is the document written next to a rejected file.
+type Errors struct {
+	ID         int64                `json:"id"`
+	File       string               `json:"file"`
+	Dest       string               `json:"dest"`
+	Portfolio  string               `json:"portfolio"`
+	Kind       string               `json:"kind,omitempty"`
+	Reason     string               `json:"reason"`
+	ErrorCount int                  `json:"error_count"`
+	Errors     []ingest.FileProblem `json:"errors"`
+	Truncated  bool                 `json:"truncated"`
+	RejectedAt time.Time            `json:"rejected_at"`
+}

@@ -1,0 +1,94 @@
+package inbox
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// source gives the two decoding passes a fresh view of one file each. A
+// local file is rewound; an object of a remote store is fetched again for
+// the second pass, except Parquet, whose reader needs random access: it is
+// spooled to a temporary file once.
+type source struct {
+	bucket Bucket
+	ctx    context.Context
+	key    string
+	size   int64
+	file   *os.File      // random-access copy, or the store's own file
+	spool  string        // the temporary file to remove, if any
+	remote io.ReadCloser // the current pass's reader of a remote object
+}
+
+// open prepares the file of f for reading.
+func (p *Processor) open(ctx context.Context, f pipeline.InboxFile) (*source, error) {
+	s := &source{bucket: p.bucket, ctx: ctx, key: f.Key, size: f.Size}
+	format, _, _ := ingest.DetectFormat(ingest.BulkKind(f.Kind), f.Name)
+	rc, err := p.bucket.Get(ctx, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", f.Key, err)
+	}
+	if file, ok := rc.(*os.File); ok {
+		s.file = file
+		return s, nil
+	}
+	if format != ingest.FormatParquet {
+		rc.Close()
+		return s, nil
+	}
+	defer rc.Close()
+	tmp, err := os.CreateTemp(p.cfg.SpoolDir, "inbox-*.parquet")
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: %w", f.Key, err)
+	}
+	s.file, s.spool = tmp, tmp.Name()
+	if _, err := io.Copy(tmp, rc); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("spool %s: %w", f.Key, err)
+	}
+	return s, nil
+}
+
+// input returns the file from its start for one decoding pass.
+func (s *source) input(name string) (ingest.BulkInput, error) {
+	if s.file != nil {
+		if _, err := s.file.Seek(0, io.SeekStart); err != nil {
+			return ingest.BulkInput{}, err
+		}
+		st, err := s.file.Stat()
+		if err != nil {
+			return ingest.BulkInput{}, err
+		}
+		return ingest.BulkInput{Name: name, Body: s.file, At: s.file, Size: st.Size()}, nil
+	}
+	rc, err := s.bucket.Get(s.ctx, s.key)
+	if err != nil {
+		return ingest.BulkInput{}, fmt.Errorf("open %s: %w", s.key, err)
+	}
+	if s.remote != nil {
+		s.remote.Close()
+	}
+	s.remote = rc
+	return ingest.BulkInput{Name: name, Body: rc, Size: s.size}, nil
+}
+
+// Close releases the open readers and removes a spooled copy.
+func (s *source) Close() error {
+	if s.remote != nil {
+		s.remote.Close()
+		s.remote = nil
+	}
+	if s.file != nil {
+		s.file.Close()
+		s.file = nil
+	}
+	if s.spool != "" {
+		os.Remove(s.spool)
+		s.spool = ""
+	}
+	return nil
+}
