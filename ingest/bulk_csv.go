@@ -308,7 +308,8 @@ var csvKeys = map[BulkKind][]string{
 // csvHeader reads and checks the header line; ok is false when the file
 // cannot be read further (the problem is recorded, or cr.err is set).
 func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
-	cr.fill()
+	for cr.end < 3 && cr.fill() {
+	}
 	if cr.end >= 3 && cr.buf[0] == 0xef && cr.buf[1] == 0xbb && cr.buf[2] == 0xbf {
 		cr.pos = 3
 	}
@@ -343,12 +344,17 @@ func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
 	if len(bytes.TrimSpace(first)) == 0 {
 		return fail("the first line must be the header, for example %s; it is empty", example)
 	}
-	quoted := false
-	for _, c := range first {
-		if c == '"' {
-			quoted = !quoted
-		} else if !quoted && (c == ';' || c == ',') {
-			cr.sep = c
+	for _, quotes := range []bool{true, false} {
+		quoted := false
+		for _, c := range first {
+			if c == '"' && quotes {
+				quoted = !quoted
+			} else if !quoted && (c == ';' || c == ',') {
+				cr.sep = c
+				break
+			}
+		}
+		if cr.sep != 0 {
 			break
 		}
 	}
@@ -421,7 +427,7 @@ func (r *bulkRun) csvEntries(src io.Reader) error {
 			r.add(FileProblem{Line: line, Type: ProblemCSVSyntax, Loc: []any{"body", "entries", index},
 				Msg: fmt.Sprintf("line %d: %s", line, cr.syntax)})
 			err = r.counted(0)
-		case len(cells) > h.width:
+		case len(cells) > h.width && !emptyFrom(cells, h.width):
 			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: []any{"body", "entries", index},
 				Msg: fmt.Sprintf("line %d has %d cells, but the header has %d columns", line, len(cells), h.width)})
 			err = r.counted(0)
@@ -449,6 +455,17 @@ func (r *bulkRun) csvEntries(src io.Reader) error {
 			Input: []any{}, Ctx: map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0}})
 	}
 	return nil
+}
+
+// emptyFrom tells whether the cells from i on are all empty: empty cells
+// beyond the header's columns (trailing separators) are allowed.
+func emptyFrom(cells [][]byte, i int) bool {
+	for _, c := range cells[i:] {
+		if len(c) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // blankRow tells whether a row has no content (an empty line, or only

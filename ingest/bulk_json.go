@@ -143,7 +143,10 @@ var errTooLarge = errors.New("value too large")
 // is in the window, and returns it with its length. Offsets in the node are
 // relative to pos, p.src is the window. A syntax error is returned with its
 // offset relative to pos; a value longer than limit gives errTooLarge.
-func (s *jsonStream) value(p *parser, limit int) (node, int, *syntaxError, error) {
+//
+// depth is the nesting depth of the value in the document, which counts
+// towards the parser's limit as it does in the API.
+func (s *jsonStream) value(p *parser, depth, limit int) (node, int, *syntaxError, error) {
 	want := jsonWindow
 	for {
 		for s.end-s.pos < want && s.fill() {
@@ -152,7 +155,7 @@ func (s *jsonStream) value(p *parser, limit int) (node, int, *syntaxError, error
 			return node{}, 0, nil, s.err
 		}
 		win := s.buf[s.pos:s.end]
-		p.src, p.err, p.depth = win, nil, 0
+		p.src, p.err, p.depth = win, nil, depth
 		v, j := p.value(0)
 		if p.err == nil && (j < len(win) || s.eof) {
 			return v, j, nil, nil
@@ -230,7 +233,7 @@ func (r *bulkRun) jsonEntries(src io.Reader) error {
 				r.jsonInvalid(s, s.pos, msgExpectingName)
 				return r.streamFailed(s)
 			}
-			kn, n, serr, err := s.value(p, maxEntryBytes)
+			kn, n, serr, err := s.value(p, 1, maxEntryBytes)
 			if err != nil {
 				return r.valueFailed(s, err, "a member name")
 			}
@@ -303,7 +306,7 @@ func (r *bulkRun) valueFailed(s *jsonStream, err error, what string) error {
 // jsonMember reads a top-level member other than the streamed entries list.
 // done is false when the file ended with a problem.
 func (r *bulkRun) jsonMember(s *jsonStream, p *parser, key string, entriesSeen bool) (done bool, err error) {
-	v, n, serr, err := s.value(p, int(min(r.opt.MaxDocumentBytes, 1<<30)))
+	v, n, serr, err := s.value(p, 1, int(min(r.opt.MaxDocumentBytes, 1<<30)))
 	if err != nil {
 		return false, r.valueFailed(s, err, fmt.Sprintf("the member %q", key))
 	}
@@ -341,6 +344,7 @@ func (r *bulkRun) jsonMember(s *jsonStream, p *parser, key string, entriesSeen b
 			fp := fileProblem(pr)
 			fp.Line = line
 			r.held = append(r.held, fp)
+			r.stop()
 		}
 		r.c.problems, r.c.full = r.c.problems[:0], false
 	}
@@ -366,7 +370,7 @@ func (r *bulkRun) jsonList(s *jsonStream, p *parser) (done bool, err error) {
 			r.jsonInvalid(s, s.pos, msgExpectingValue)
 			return false, r.streamFailed(s)
 		}
-		v, n, serr, err := s.value(p, maxEntryBytes)
+		v, n, serr, err := s.value(p, 2, maxEntryBytes)
 		if err != nil {
 			return false, r.valueFailed(s, err, fmt.Sprintf("entries[%d]", i))
 		}
@@ -412,7 +416,7 @@ func (r *bulkRun) jsonEntry(s *jsonStream, p *parser, loc path, i int, v *node) 
 		values = len(e.Values)
 		r.takeChecker(line, 0, "")
 		if ok {
-			err = r.meteredEntry(e, o, true, nil)
+			err = r.meteredEntry(e, o, true, r.valuesText(p.src, v.field("values")))
 		}
 	case BulkProfiles:
 		e, ok := profileModel(&r.c, loc, v)
@@ -421,7 +425,7 @@ func (r *bulkRun) jsonEntry(s *jsonStream, p *parser, loc path, i int, v *node) 
 		if ok {
 			var id uint32
 			id, e.MGA, e.Profile = r.pair(e.MGA, e.Profile)
-			err = r.profileEntry(e, id, o, true, nil)
+			err = r.profileEntry(e, id, o, true, r.valuesText(p.src, v.field("values_kwh")))
 		}
 	}
 	if err != nil {
@@ -526,7 +530,10 @@ type docPos struct {
 
 // businessLoc finds the entity a business message names ("locations[3]",
 // "series[0]", "locations[2].slices[1]", "malo_mapping['…']").
-var businessLoc = regexp.MustCompile(`^(\w+)\[(\d+)\](?:\.(\w+)\[(\d+)\])?`)
+var (
+	businessLoc = regexp.MustCompile(`^(\w+)\[(\d+)\](?:\.(\w+)\[(\d+)\])?`)
+	businessKey = regexp.MustCompile(`^(\w+)\['([^']*)'\]`)
+)
 
 // apiError converts an error of an API decoder on body, which starts in the
 // file at at, into problems.
@@ -555,7 +562,9 @@ func (r *bulkRun) apiError(err error, body []byte, at docPos) {
 	case errors.As(err, &be):
 		for _, m := range be.Messages {
 			fp := FileProblem{Type: ProblemBusiness, Msg: m}
-			if g := businessLoc.FindStringSubmatch(m); g != nil {
+			if g := businessKey.FindStringSubmatch(m); g != nil {
+				fp.Loc = []any{"body", g[1], g[2]}
+			} else if g := businessLoc.FindStringSubmatch(m); g != nil {
 				fp.Loc = []any{"body", g[1]}
 				n, _ := strconv.Atoi(g[2])
 				fp.Loc = append(fp.Loc, n)
@@ -587,4 +596,65 @@ func charPosition(src []byte, char int) (line, col int) {
 		i += size
 	}
 	return line, col
+}
+
+// valuesText writes the canonical JSON of a valid list of values for the
+// hash, copying the literals that are spelled canonically already (see
+// parseCSVFloat). It returns nil when nothing is hashed any more, or for a
+// list that was not parsed as numbers only.
+func (r *bulkRun) valuesText(src []byte, list *node) []byte {
+	if r.failed() || list == nil || list.nums == nil {
+		return nil
+	}
+	r.text = appendCanonicalNumbers(r.text[:0], src[list.off+1:], list.nums)
+	return r.text
+}
+
+// appendCanonicalNumbers appends the canonical JSON of nums, the numbers of
+// the valid JSON array whose content (after '[') is src.
+func appendCanonicalNumbers(dst, src []byte, nums []float64) []byte {
+	i := 0
+	for j, f := range nums {
+		for src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r' {
+			i++
+		}
+		start := i
+		canon := src[i] != '-'
+		if !canon {
+			i++
+		}
+		for i < len(src) && src[i]-'0' <= 9 {
+			i++
+		}
+		digits := i - start
+		if i < len(src) && src[i] == '.' {
+			i++
+			frac := i
+			for i < len(src) && src[i]-'0' <= 9 {
+				i++
+			}
+			digits += i - frac
+			if i-frac > 6 || src[i-1] == '0' {
+				canon = false
+			}
+		}
+		if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+			canon = false
+			for i++; i < len(src) && (src[i] == '+' || src[i] == '-' || src[i]-'0' <= 9); i++ {
+			}
+		}
+		if j > 0 {
+			dst = append(dst, ',')
+		}
+		if canon && digits <= 15 {
+			dst = append(dst, src[start:i]...)
+		} else {
+			dst = appendJSONFloat(dst, f)
+		}
+		for src[i] != ',' && src[i] != ']' {
+			i++
+		}
+		i++
+	}
+	return dst
 }

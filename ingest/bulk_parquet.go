@@ -267,6 +267,14 @@ func (r *bulkRun) parquetRow(cols *parquetCols, i, row int) error {
 		ok = false
 	case cols.date != nil:
 		t := cols.date.Value(i).ToTime()
+		if y := t.Year(); y < 0 || y > 9999 {
+			// A date the API's YYYY-MM-DD cannot spell.
+			r.c.fail(fieldLoc(index, "day"), "date_parsing", "Input should be a valid date in the format YYYY-MM-DD, the year is outside 0000-9999",
+				&node{kind: kindString, str: t.Format("2006-01-02")}, map[string]any{"error": "the year is outside 0000-9999"})
+			r.takeChecker(0, row, "day")
+			ok = false
+			break
+		}
 		e.Day = pipeline.NewDay(t.Year(), t.Month(), t.Day())
 	default:
 		s := cols.day.value(i)
@@ -309,9 +317,8 @@ func (r *bulkRun) parquetRow(cols *parquetCols, i, row int) error {
 
 // parquetValues checks the values of row i; the slice is scratch.
 func (r *bulkRun) parquetValues(cols *parquetCols, i, index, row int) ([]float64, bool) {
-	loc := fieldLoc(index, "values")
 	if cols.values.IsNull(i) {
-		r.c.fail(loc, "list_type", "Input should be a valid list", &node{kind: kindNull}, nil)
+		r.c.fail(fieldLoc(index, "values"), "list_type", "Input should be a valid list", &node{kind: kindNull}, nil)
 		r.takeChecker(0, row, "values")
 		return nil, false
 	}
@@ -329,12 +336,12 @@ func (r *bulkRun) parquetValues(cols *parquetCols, i, index, row int) ([]float64
 			continue
 		}
 		ok = false
-		l := loc.index(j)
+		l := fieldLoc(index, "values").index(j)
 		switch {
 		case nulls && cols.floats.IsNull(int(start)+j):
 			r.c.quantity(l, &node{kind: kindNull})
 		case math.IsNaN(f) || math.IsInf(f, 0):
-			r.c.fail(l, "finite_number", "Input should be a finite number", &node{kind: kindString, str: strings.ToLower(strconv.FormatFloat(f, 'g', -1, 64))}, nil)
+			r.c.fail(l, "finite_number", "Input should be a finite number", &node{kind: kindString, str: strings.TrimPrefix(strings.ToLower(strconv.FormatFloat(f, 'g', -1, 64)), "+")}, nil)
 		default:
 			r.c.quantity(l, &node{kind: kindNumber, num: f, str: strconv.FormatFloat(f, 'g', -1, 64)})
 		}

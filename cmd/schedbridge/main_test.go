@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/objstore/objtest"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
@@ -34,16 +35,17 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := sqltest.Main(m)
+	code := objtest.Main(objtest.RunFunc(func() int { return sqltest.Main(m) }))
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 // instance is one configuration of the binary: a data dir and a database.
 type instance struct {
-	t    *testing.T
-	env  []string
-	addr string
+	t     *testing.T
+	env   []string
+	addr  string
+	dbURL string
 }
 
 func newInstance(t *testing.T, d sqldb.Dialect) *instance {
@@ -53,11 +55,14 @@ func newInstance(t *testing.T, d sqldb.Dialect) *instance {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	env := append(os.Environ(), "SCHEDBRIDGE_DATA_DIR="+t.TempDir(), "SCHEDBRIDGE_ADDR="+addr)
+	dir := t.TempDir()
+	env := append(os.Environ(), "SCHEDBRIDGE_DATA_DIR="+dir, "SCHEDBRIDGE_ADDR="+addr)
+	dbURL := "sqlite:" + filepath.Join(dir, sqldb.DefaultSQLiteFile)
 	if d == sqldb.Postgres {
-		env = append(env, "SCHEDBRIDGE_DATABASE_URL="+sqltest.PostgresURL(t))
+		dbURL = sqltest.PostgresURL(t)
+		env = append(env, "SCHEDBRIDGE_DATABASE_URL="+dbURL)
 	}
-	return &instance{t: t, env: env, addr: addr}
+	return &instance{t: t, env: env, addr: addr, dbURL: dbURL}
 }
 
 // cli runs a command and returns stdout and stderr.

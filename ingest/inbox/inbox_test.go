@@ -106,7 +106,7 @@ func newEnv(t *testing.T, c combo) *env {
 	return e
 }
 
-func (e *env) processor(t *testing.T, owner string, mod ...func(*inbox.Config)) *inbox.Processor {
+func (e *env) processor(t testing.TB, owner string, mod ...func(*inbox.Config)) *inbox.Processor {
 	t.Helper()
 	cfg := inbox.Config{Owner: owner, Lease: time.Minute, Now: e.clock.Now, SpoolDir: t.TempDir()}
 	for _, m := range mod {

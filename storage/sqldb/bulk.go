@@ -26,6 +26,7 @@ type BulkStage struct {
 	res       pipeline.StageResult
 	validated bool
 	closed    bool
+	stmts     stmtCache
 }
 
 // BeginBulk starts staging a file of the given staging kind (forecast,
@@ -39,14 +40,14 @@ func (db *DB) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, 
 	if err != nil {
 		return nil, fmt.Errorf("begin bulk %s: %w", kind, err)
 	}
-	return &BulkStage{db: db, tx: tx, table: t, portfolio: portfolio, inputHash: inputHash, now: now}, nil
+	return &BulkStage{db: db, tx: tx, table: t, portfolio: portfolio, inputHash: inputHash, now: now, stmts: stmtCache{}}, nil
 }
 
 func (s *BulkStage) add(ctx context.Context, items []stageItem) error {
 	if s.closed {
 		return pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
 	}
-	r, err := s.db.stage(ctx, s.tx, s.table, s.portfolio, s.inputHash, s.now, items)
+	r, err := s.db.stage(ctx, s.tx, s.stmts, s.table, s.portfolio, s.inputHash, s.now, items)
 	if err != nil {
 		return fmt.Errorf("bulk stage %s: %w", s.table.name, err)
 	}

@@ -17,7 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
@@ -65,10 +66,16 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 	u := o.URL
 	switch {
 	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
-		sqldb, err := sql.Open("pgx", u)
+		cfg, err := pgx.ParseConfig(u)
 		if err != nil {
-			return nil, fmt.Errorf("open postgres: %w", err)
+			return nil, fmt.Errorf("open postgres %s: %w", redact(u), err)
 		}
+		// pgx prepares and reuses every statement; after five runs PostgreSQL
+		// may switch a statement to a generic plan, which for the staging
+		// lookup (a join with unnest()ed key arrays) is a scan of the whole
+		// table per chunk. Custom plans keep the index lookups.
+		cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
+		sqldb := stdlib.OpenDB(*cfg)
 		n := o.MaxOpenConns
 		if n == 0 {
 			n = 16

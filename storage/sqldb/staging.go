@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -43,11 +43,21 @@ type stageItem struct {
 }
 
 // Chunk sizes keep statements below the parameter limits of both backends
-// (SQLite: 32766 host parameters, PostgreSQL: 65535).
+// (SQLite: 32766 host parameters, PostgreSQL: 65535). The SQLite driver binds
+// parameters in time that grows faster than their number, so SQLite gets
+// smaller statements.
 const (
-	lookupChunk = 500
-	insertChunk = 500
+	lookupChunk       = 100
+	insertChunk       = 500
+	sqliteInsertChunk = 64
 )
+
+func (db *DB) insertChunk() int {
+	if db.dialect == Postgres {
+		return insertChunk
+	}
+	return sqliteInsertChunk
+}
 
 func contentHash(parts ...[]byte) string {
 	h := sha256.New()
@@ -60,7 +70,7 @@ func contentHash(parts ...[]byte) string {
 
 // stage writes new versions for the items whose content differs from the
 // current version and supersedes those, in the caller's transaction.
-func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, inputHash string,
+func (db *DB) stage(ctx context.Context, tx bun.Tx, cache stmtCache, t stagingTable, portfolio, inputHash string,
 	now time.Time, items []stageItem) (pipeline.StageResult, error) {
 	var res pipeline.StageResult
 	if db.dialect == Postgres {
@@ -85,7 +95,7 @@ func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, i
 	}
 	for start := 0; start < len(items); start += db.lookupChunk() {
 		q, args := db.currentQuery(t, portfolio, items[start:min(start+db.lookupChunk(), len(items))])
-		rows, err := tx.QueryContext(ctx, q, args...)
+		rows, err := cache.query(ctx, db, tx, q, args...)
 		if err != nil {
 			return res, fmt.Errorf("look up current %s: %w", t.name, err)
 		}
@@ -131,18 +141,18 @@ func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, i
 
 	// Supersede before inserting: the partial unique index allows one current
 	// row per key at any moment.
-	for start := 0; start < len(supersede); start += insertChunk {
-		ids := supersede[start:min(start+insertChunk, len(supersede))]
+	for start := 0; start < len(supersede); start += db.insertChunk() {
+		ids := supersede[start:min(start+db.insertChunk(), len(supersede))]
 		q := fmt.Sprintf("UPDATE %s SET superseded_at = ? WHERE id IN (%s)", t.name, placeholders(len(ids)))
-		if _, err := tx.ExecContext(ctx, q, append([]any{now.UTC()}, ids...)...); err != nil {
+		if err := cache.exec(ctx, db, tx, q, append([]any{db.timeArg(now)}, ids...)...); err != nil {
 			return res, fmt.Errorf("supersede %s: %w", t.name, err)
 		}
 	}
 	cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
 		append(t.payCols, "received_at")...)
 	rowPH := "(" + placeholders(len(cols)) + ")"
-	for start := 0; start < len(inserts); start += insertChunk {
-		chunk := inserts[start:min(start+insertChunk, len(inserts))]
+	for start := 0; start < len(inserts); start += db.insertChunk() {
+		chunk := inserts[start:min(start+db.insertChunk(), len(inserts))]
 		var q strings.Builder
 		fmt.Fprintf(&q, "INSERT INTO %s (%s) VALUES ", t.name, strings.Join(cols, ", "))
 		args := make([]any, 0, len(chunk)*len(cols))
@@ -157,13 +167,85 @@ func (db *DB) stage(ctx context.Context, tx bun.Tx, t stagingTable, portfolio, i
 			}
 			args = append(args, r.version, r.it.hash, inputHash)
 			args = append(args, r.it.payload...)
-			args = append(args, now.UTC())
+			args = append(args, db.timeArg(now))
 		}
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if err := cache.exec(ctx, db, tx, q.String(), args...); err != nil {
 			return res, fmt.Errorf("insert %s: %w", t.name, err)
 		}
 	}
 	return res, nil
+}
+
+// stmtCache keeps the statements of one transaction prepared, so that a
+// bulk file's thousands of equal-shaped chunks are parsed once. The statements
+// go to the driver with real placeholders rather than through bun's query
+// formatting, which would inline every value into the SQL text. A nil cache
+// executes without preparing.
+type stmtCache map[string]*sql.Stmt
+
+func (c stmtCache) stmt(ctx context.Context, db *DB, tx bun.Tx, q string) (*sql.Stmt, error) {
+	if s, ok := c[q]; ok {
+		return s, nil
+	}
+	s, err := tx.Tx.PrepareContext(ctx, db.rebind(q))
+	if err != nil {
+		return nil, err
+	}
+	c[q] = s
+	return s, nil
+}
+
+func (c stmtCache) exec(ctx context.Context, db *DB, tx bun.Tx, q string, args ...any) error {
+	if c == nil {
+		_, err := tx.Tx.ExecContext(ctx, db.rebind(q), args...)
+		return err
+	}
+	s, err := c.stmt(ctx, db, tx, q)
+	if err != nil {
+		return err
+	}
+	_, err = s.ExecContext(ctx, args...)
+	return err
+}
+
+func (c stmtCache) query(ctx context.Context, db *DB, tx bun.Tx, q string, args ...any) (*sql.Rows, error) {
+	if c == nil {
+		return tx.Tx.QueryContext(ctx, db.rebind(q), args...)
+	}
+	s, err := c.stmt(ctx, db, tx, q)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+// rebind turns the ? placeholders of a query into PostgreSQL's $n.
+func (db *DB) rebind(q string) string {
+	if db.dialect != Postgres {
+		return q
+	}
+	var b strings.Builder
+	b.Grow(len(q) + len(q)/4)
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+// timeArg is a timestamp as the driver should store it: SQLite keeps text in
+// the format bun writes and reads, PostgreSQL takes the time itself.
+func (db *DB) timeArg(t time.Time) any {
+	if db.dialect == Postgres {
+		return t.UTC()
+	}
+	return t.UTC().Format("2006-01-02 15:04:05.999999-07:00")
 }
 
 // lookupChunk is how many keys one lookup of current versions carries.
@@ -196,7 +278,7 @@ func (db *DB) currentQuery(t stagingTable, portfolio string, items []stageItem) 
 		for c, col := range t.keyCols {
 			on = append(on, fmt.Sprintf("v.%s = k.%s", col, col))
 			un = append(un, "?::text[]")
-			args = append(args, pgdialect.Array(arrays[c]))
+			args = append(args, arrays[c])
 		}
 		q := fmt.Sprintf("SELECT v.id, v.version, v.content_hash, %s FROM %s v JOIN unnest(%s) AS k(%s) ON %s "+
 			"WHERE v.portfolio_id = ? AND v.superseded_at IS NULL",
@@ -244,7 +326,7 @@ func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.Aud
 	entry := *a
 	err := db.inTx(ctx, func(tx bun.Tx) error {
 		var err error
-		res, err = db.stage(ctx, tx, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
+		res, err = db.stage(ctx, tx, nil, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
 		if err != nil {
 			return err
 		}

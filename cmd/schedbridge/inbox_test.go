@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/objstore/objtest"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// writeCSV writes a metered-data CSV of rows days of 96 values.
+func writeCSV(t *testing.T, path string, rows, seed int) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	w.WriteString("malo;day;unit")
+	for i := 1; i <= 96; i++ {
+		fmt.Fprintf(w, ";v%d", i)
+	}
+	w.WriteString("\n")
+	for r := range rows {
+		fmt.Fprintf(w, "%011d;2026-11-%02d;KWH", 20000000000+seed*1000000+r/10, 10+r%10)
+		for q := range 96 {
+			fmt.Fprintf(w, ";%d,%03d", (r+q)%97, q)
+		}
+		w.WriteString("\n")
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// withInbox sets a quick scan and a short lease, and MinIO when asked.
+func (in *instance) withInbox(minio bool) {
+	in.env = append(in.env, "SCHEDBRIDGE_INBOX_INTERVAL=200ms", "SCHEDBRIDGE_INBOX_LEASE=3s", "SCHEDBRIDGE_LOG_LEVEL=debug")
+	if minio {
+		c := objtest.MinIO(in.t)
+		in.env = append(in.env, "SCHEDBRIDGE_S3_ENDPOINT="+c.Endpoint, "SCHEDBRIDGE_S3_BUCKET="+c.Bucket,
+			"SCHEDBRIDGE_S3_ACCESS_KEY="+c.AccessKey, "SCHEDBRIDGE_S3_SECRET_KEY="+c.SecretKey)
+	}
+}
+
+// second is another serve process on the same database and bucket.
+func (in *instance) second() *instance {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	env := append(append([]string{}, in.env...), "SCHEDBRIDGE_ADDR="+addr)
+	return &instance{t: in.t, env: env, addr: addr, dbURL: in.dbURL}
+}
+
+func (in *instance) report(key string) map[string][]map[string]any {
+	in.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+in.addr+"/v1/process/inbox?limit=1000", nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var rep map[string]json.RawMessage
+	if err := json.Unmarshal(b, &rep); err != nil {
+		in.t.Fatalf("report %d: %s", resp.StatusCode, b)
+	}
+	out := map[string][]map[string]any{}
+	for _, k := range []string{"pending", "processing", "processed", "rejected"} {
+		var rows []map[string]any
+		json.Unmarshal(rep[k], &rows)
+		out[k] = rows
+	}
+	return out
+}
+
+func (in *instance) versions() int {
+	in.t.Helper()
+	db, err := sqldb.Open(context.Background(), sqldb.Options{URL: in.dbURL})
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.CountVersions(context.Background(), "metered", "p1", false)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (in *instance) setup() string {
+	in.cli(0, "portfolio", "put", "p1", "--name", "One", "--control-areas", "TenneT")
+	key, _ := in.cli(0, "key", "create", "--scope", "process")
+	return strings.TrimSpace(key)
+}
+
+// TestInboxPutAndScan uploads with the CLI's progress bar and processes with
+// the cron command, on the embedded default.
+func TestInboxPutAndScan(t *testing.T) {
+	in := newInstance(t, sqldb.SQLite)
+	in.setup()
+	file := filepath.Join(t.TempDir(), "meter.csv")
+	writeCSV(t, file, 200, 0)
+	out, errOut := in.cli(0, "inbox", "put", file, "--portfolio", "p1", "--kind", "metered-data")
+	if out != "inbox/p1/metered-data/meter.csv\n" || !strings.Contains(errOut, "100.0%") || !strings.Contains(errOut, "done") {
+		t.Errorf("put: stdout %q stderr %q", out, errOut)
+	}
+	if _, errOut := in.cli(2, "inbox", "put", file, "--portfolio", "p1", "--kind", "weather"); !strings.Contains(errOut, "kind") {
+		t.Errorf("bad kind: %q", errOut)
+	}
+	out, _ = in.cli(0, "inbox", "scan")
+	if out != "seen 1, processed 1, rejected 0, busy 0, failed 0\n" {
+		t.Errorf("scan: %q", out)
+	}
+	if n := in.versions(); n != 200 {
+		t.Errorf("versions = %d", n)
+	}
+	out, _ = in.cli(0, "inbox", "scan")
+	if out != "seen 0, processed 0, rejected 0, busy 0, failed 0\n" {
+		t.Errorf("second scan: %q", out)
+	}
+}
+
+// TestInboxKilledMidFile kills serve with SIGKILL while it stages a file;
+// the restarted process processes it, exactly once.
+func TestInboxKilledMidFile(t *testing.T) {
+	in := newInstance(t, sqldb.SQLite)
+	in.withInbox(false)
+	key := in.setup()
+	file := filepath.Join(t.TempDir(), "big.csv")
+	const rows = 60000
+	writeCSV(t, file, rows, 1)
+	cmd, logs := in.serve()
+	in.cli(0, "inbox", "put", file, "--portfolio", "p1", "--kind", "metered-data")
+	waitFor(t, "processing to start", 20*time.Second, func() bool { return len(in.report(key)["processing"]) == 1 })
+	time.Sleep(300 * time.Millisecond) // into the file, not at its claim
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if n := in.versions(); n != 0 {
+		t.Fatalf("a killed staging left %d versions", n)
+	}
+	in.serve()
+	waitFor(t, "the file to be processed", 60*time.Second, func() bool {
+		r := in.report(key)
+		return len(r["processed"]) == 1 && len(r["processing"]) == 0
+	})
+	r := in.report(key)["processed"][0]
+	receipt := r["receipt"].(map[string]any)
+	if receipt["status"] != "created" || receipt["attempts"].(float64) != 2 || r["dest"] != "processed/p1/"+pipeline.DayOf(time.Now()).String()+"/big.csv" {
+		t.Errorf("after restart: %+v\nfirst run's log:\n%s", r, logs)
+	}
+	if n := in.versions(); n != rows {
+		t.Errorf("versions = %d, want %d", n, rows)
+	}
+}
+
+// TestInboxTwoServers races two serve processes over the same PostgreSQL
+// database and MinIO bucket: every file is staged once.
+func TestInboxTwoServers(t *testing.T) {
+	a := newInstance(t, sqldb.Postgres)
+	a.withInbox(true)
+	key := a.setup()
+	const files, rows = 8, 500
+	for i := range files {
+		file := filepath.Join(t.TempDir(), fmt.Sprintf("f%d.csv", i))
+		writeCSV(t, file, rows, 10+i)
+		a.cli(0, "inbox", "put", file, "--portfolio", "p1", "--kind", "metered-data")
+	}
+	b := a.second()
+	_, logsA := a.serve()
+	_, logsB := b.serve()
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		r := a.report(key)
+		if len(r["processed"]) == files && len(r["processing"]) == 0 && len(r["pending"]) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not all files processed: %+v\nlogs A:\n%s\nlogs B:\n%s", r, tail(logsA.String()), tail(logsB.String()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := a.versions(); n != files*rows {
+		t.Errorf("versions = %d, want %d", n, files*rows)
+	}
+	owners := map[string]bool{}
+	for _, r := range b.report(key)["processed"] {
+		owners[r["owner"].(string)] = true
+		if r["receipt"].(map[string]any)["status"] != "created" {
+			t.Errorf("file %v: status %v", r["key"], r["receipt"])
+		}
+	}
+	t.Logf("files were processed by %d process(es)", len(owners))
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return s[len(s)-4000:]
+	}
+	return s
+}
