@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run test test-deps bench bench-go loadtest vet fmt clean
+.PHONY: all build run test test-deps bench bench-go bench-inbox loadtest vet fmt clean
 
 all: build
 
@@ -35,6 +35,11 @@ bench: test-deps bench-go loadtest
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x ./...
+
+# The issue's bulk benchmark: a 1,000,000-row x 96 metered-data CSV through
+# MinIO into SQLite and into PostgreSQL (wall time, values/s, peak RSS).
+bench-inbox: test-deps
+	SCHEDBRIDGE_BENCH_INBOX_ROWS=1000000 $(GO) test -run '^$$' -bench InboxMeteredCSV -benchtime 1x -timeout 60m ./ingest/inbox/
 
 loadtest: build
 	./deploy/dev/loadtest.sh

@@ -16,6 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/objstore"
@@ -540,4 +546,64 @@ func TestThirdPartyUpload(t *testing.T) {
 	if r := receipt(t, e, processedDir+"aws.csv"); r.Status != "created" || r.Counts["values"] != 192 {
 		t.Errorf("receipt = %+v", r)
 	}
+}
+
+// meteredParquet writes rows in the documented Parquet schema.
+func meteredParquet(t *testing.T, rows ...row) []byte {
+	t.Helper()
+	mem := memory.NewGoAllocator()
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "malo", Type: arrow.BinaryTypes.String},
+		{Name: "day", Type: arrow.BinaryTypes.String},
+		{Name: "unit", Type: arrow.BinaryTypes.String},
+		{Name: "values", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64)},
+	}, nil)
+	bld := array.NewRecordBuilder(mem, schema)
+	defer bld.Release()
+	lb := bld.Field(3).(*array.ListBuilder)
+	vb := lb.ValueBuilder().(*array.Float64Builder)
+	for _, r := range rows {
+		bld.Field(0).(*array.StringBuilder).Append(r.malo)
+		bld.Field(1).(*array.StringBuilder).Append(r.day)
+		bld.Field(2).(*array.StringBuilder).Append("KWH")
+		lb.Append(true)
+		vb.AppendValues(r.vals, nil)
+	}
+	rec := bld.NewRecordBatch()
+	defer rec.Release()
+	var buf bytes.Buffer
+	w, err := pqarrow.NewFileWriter(schema, &buf, parquet.NewWriterProperties(), pqarrow.DefaultWriterProps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestParquetFile stages a Parquet file and answers unchanged for the same
+// content as CSV.
+func TestParquetFile(t *testing.T) {
+	eachCombo(t, func(t *testing.T, e *env) {
+		p := e.processor(t, "A")
+		e.put(t, "inbox/p1/metered-data/m.parquet", meteredParquet(t, twoDays...))
+		e.put(t, "inbox/p1/metered-data/m.csv", meteredCSV(";", twoDays...))
+		if sum := scan(t, p); sum.Processed != 2 {
+			t.Fatalf("scan = %+v", sum)
+		}
+		pq, csv := receipt(t, e, processedDir+"m.parquet"), receipt(t, e, processedDir+"m.csv")
+		if pq.Format != "parquet" || pq.Counts["values"] != 192 || pq.InputHash != csv.InputHash {
+			t.Errorf("parquet receipt %+v, csv hash %s", pq, csv.InputHash)
+		}
+		if pq.Status == csv.Status || (pq.Status != "unchanged" && csv.Status != "unchanged") {
+			t.Errorf("statuses %s and %s: want one created and one unchanged", pq.Status, csv.Status)
+		}
+		if n := e.versions(t); n != 2 {
+			t.Errorf("versions = %d", n)
+		}
+	})
 }
