@@ -76,13 +76,12 @@ func (r *csvReader) more() bool {
 }
 
 const (
-	msgRowTooLong     = "the row is longer than 1 MiB"
-	msgBareQuote      = `a " in an unquoted cell (quote the whole cell and double each " inside it)`
-	msgAfterQuote     = `unexpected character after the closing " of a quoted cell (a " inside a quoted cell must be doubled)`
-	msgUnclosedQuote  = `a quoted cell is not closed: the " that opens it has no closing "`
-	msgQuotedTooLong  = `a quoted cell is not closed within 1 MiB: the " that opens it has no closing "`
-	rowLimit          = maxEntryBytes
-	headerLookingLike = "malo;day;unit;v1;v2;...;v96 (metered-data) or mga;profile;day;v1;...;v96 (profiles)"
+	msgRowTooLong    = "the row is longer than 1 MiB"
+	msgBareQuote     = `a " in an unquoted cell (quote the whole cell and double each " inside it)`
+	msgAfterQuote    = `unexpected character after the closing " of a quoted cell (a " inside a quoted cell must be doubled)`
+	msgUnclosedQuote = `a quoted cell is not closed: the " that opens it has no closing "`
+	msgQuotedTooLong = `a quoted cell is not closed within 1 MiB: the " that opens it has no closing "`
+	rowLimit         = maxEntryBytes
 )
 
 // next reads the next row into cells and returns the line it starts on, or
@@ -599,10 +598,13 @@ func (r *bulkRun) csvValues(h *csvHeader, cells [][]byte, index, line int, field
 	vals := r.vals[:0]
 	text := r.text[:0]
 	hashing := !r.failed()
+	// The values themselves are only needed for the batches; the
+	// validation pass checks them and hashes their text.
+	need := r.emit != nil
 	ok := true
 	for j := 0; j < n; j++ {
 		cell := cells[j]
-		f, good, canon := parseCSVFloat(cell, comma)
+		f, good, canon := parseCSVFloat(cell, comma, need)
 		if good && f >= 0 && f <= math.MaxFloat64 {
 			vals = append(vals, f)
 			if hashing {
@@ -676,7 +678,10 @@ const (
 // of up to 15 digits apart, so it is what appendShortDecimal writes; copying
 // it spares the formatting of the value, which is most of the cost of
 // hashing a file.
-func parseCSVFloat(b []byte, comma bool) (f float64, ok bool, canon int) {
+//
+// Without need, a canonical cell is only checked, not converted: it is a
+// valid quantity (no sign, finite), and the hash copies its text.
+func parseCSVFloat(b []byte, comma, need bool) (f float64, ok bool, canon int) {
 	n := len(b)
 	if n == 0 {
 		return 0, false, notCanonical
@@ -750,6 +755,9 @@ func parseCSVFloat(b []byte, comma bool) (f float64, ok bool, canon int) {
 	}
 	if mant >= 1e15 {
 		canon = notCanonical
+	}
+	if !need && canon != notCanonical {
+		return 0, true, canon
 	}
 	if intDigits+frac <= 19 {
 		f, ok = exactFloat(mant, exp-frac)

@@ -255,7 +255,10 @@ func TestParseCSVFloat(t *testing.T) {
 	}
 	for _, cell := range cells {
 		for _, comma := range []bool{false, true} {
-			f, ok, canon := parseCSVFloat([]byte(cell), comma)
+			f, ok, canon := parseCSVFloat([]byte(cell), comma, true)
+			if _, ok2, canon2 := parseCSVFloat([]byte(cell), comma, false); ok2 != ok || canon2 != canon {
+				t.Fatalf("%q: need changes ok or canon", cell)
+			}
 			norm := cell
 			if comma {
 				norm = strings.Replace(cell, ",", ".", 1)

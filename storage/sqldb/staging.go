@@ -280,9 +280,13 @@ func (db *DB) currentQuery(t stagingTable, portfolio string, items []stageItem) 
 			un = append(un, "?::text[]")
 			args = append(args, arrays[c])
 		}
-		q := fmt.Sprintf("SELECT v.id, v.version, v.content_hash, %s FROM %s v JOIN unnest(%s) AS k(%s) ON %s "+
-			"WHERE v.portfolio_id = ? AND v.superseded_at IS NULL",
-			prefixed("v.", t.keyCols), t.name, strings.Join(un, ", "), cols, strings.Join(on, " AND "))
+		// A LATERAL lookup per key: a plain join let the planner choose a
+		// hash join over the whole table once it grew inside a bulk
+		// transaction (statistics do not see uncommitted rows), which made a
+		// 1,000,000-row file quadratic.
+		q := fmt.Sprintf("SELECT v.id, v.version, v.content_hash, %s FROM unnest(%s) AS k(%s) CROSS JOIN LATERAL "+
+			"(SELECT id, version, content_hash FROM %s v WHERE v.portfolio_id = ? AND %s AND v.superseded_at IS NULL) v",
+			prefixed("k.", t.keyCols), strings.Join(un, ", "), cols, t.name, strings.Join(on, " AND "))
 		return q, append(args, portfolio)
 	}
 	var q strings.Builder
