@@ -70,6 +70,7 @@ type Store interface {
 	RenewInboxLease(ctx context.Context, id int64, owner string, until time.Time) error
 	MarkInboxRejected(ctx context.Context, id int64, owner, reason, dest string, result []byte) error
 	FinishInboxFile(ctx context.Context, id int64, owner string, now time.Time, ev pipeline.Event) error
+	ReleaseInboxFile(ctx context.Context, id int64, owner string) error
 	OpenInboxFiles(ctx context.Context) ([]pipeline.InboxFile, error)
 	BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (Stager, error)
 }
@@ -328,6 +329,13 @@ func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome,
 		}
 		return p.handle(ctx, o)
 	}
+	// The listing may be stale: another process can have finished the file
+	// between our listing and our claim.
+	if _, err := p.bucket.Stat(ctx, o.Key); pipeline.KindOf(err) == pipeline.NotFound {
+		return outcomeNone, p.store.ReleaseInboxFile(ctx, claim.ID, p.cfg.Owner)
+	} else if err != nil {
+		return outcomeFailed, err
+	}
 	ctx, stop := p.heartbeat(ctx, claim)
 	defer stop()
 	return p.process(ctx, claim, l, layoutErr)
@@ -404,7 +412,9 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	opt.Rules = ingest.Rules{Active: portfolio.Active()}
 
 	src, err := p.open(ctx, f)
-	if err != nil {
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return outcomeNone, p.store.ReleaseInboxFile(ctx, f.ID, p.cfg.Owner)
+	} else if err != nil {
 		return outcomeFailed, err
 	}
 	defer src.Close()
