@@ -58,18 +58,15 @@ func queryInt(c *gin.Context, name string, def, lo, hi int64, problems *[]ingest
 	return def
 }
 
-// scopedPortfolio is the portfolio a process key may see: its own when it is
-// bound to one, else the one asked for ("" for all).
-func scopedPortfolio(c *gin.Context) (string, error) {
-	key := c.MustGet(ctxKey).(pipeline.APIKey)
-	asked := c.Query("portfolio")
-	if key.PortfolioID != "" {
-		if asked != "" && asked != key.PortfolioID {
-			return "", pipeline.Errorf(pipeline.Forbidden, "key %s is bound to portfolio %s", key.ID, key.PortfolioID)
-		}
-		return key.PortfolioID, nil
+// listScope answers 422 for the query's problems, and otherwise returns the
+// portfolio to list ("" for all). Process keys are not bound to a portfolio
+// (key creation refuses that), so every one sees all portfolios.
+func (s *Server) listScope(c *gin.Context, problems []ingest.Problem) (string, bool) {
+	if len(problems) > 0 {
+		s.fail(c, &ingest.SchemaError{Problems: problems})
+		return "", false
 	}
-	return asked, nil
+	return c.Query("portfolio"), true
 }
 
 // InboxReport is the answer of GET /v1/process/inbox.
@@ -121,13 +118,8 @@ const inboxPrefix = "inbox/"
 func (s *Server) getInbox(c *gin.Context) {
 	var problems []ingest.Problem
 	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
-	if len(problems) > 0 {
-		s.fail(c, &ingest.SchemaError{Problems: problems})
-		return
-	}
-	portfolio, err := scopedPortfolio(c)
-	if err != nil {
-		s.fail(c, err)
+	portfolio, ok := s.listScope(c, problems)
+	if !ok {
 		return
 	}
 	ctx := c.Request.Context()
@@ -196,13 +188,8 @@ func (s *Server) getEvents(c *gin.Context) {
 	var problems []ingest.Problem
 	after := queryInt(c, "after", 0, 0, 1<<62, &problems)
 	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
-	if len(problems) > 0 {
-		s.fail(c, &ingest.SchemaError{Problems: problems})
-		return
-	}
-	portfolio, err := scopedPortfolio(c)
-	if err != nil {
-		s.fail(c, err)
+	portfolio, ok := s.listScope(c, problems)
+	if !ok {
 		return
 	}
 	evs, err := s.deps.Events.Events(c.Request.Context(), pipeline.EventQuery{

@@ -124,6 +124,9 @@ type BulkOptions struct {
 	MaxProblems      int              // problems kept (all are counted); 0 means 10000
 	MaxDocumentBytes int64            // master-data and forecast JSON documents are read whole up to this size; 0 means 64 MiB
 	Alloc            memory.Allocator // Parquet buffers; nil: memory.DefaultAllocator
+	// SkipHash leaves InputHash empty and saves its per-value work, for a
+	// second pass over a file whose hash the first pass computed.
+	SkipHash bool
 }
 
 // Defaults and limits of bulk decoding.
@@ -266,7 +269,7 @@ func DecodeBulk(ctx context.Context, kind BulkKind, in BulkInput, opt BulkOption
 		res:  BulkResult{Kind: kind, Format: format},
 		days: intervals{},
 	}
-	if kind == BulkMetered || kind == BulkProfiles {
+	if (kind == BulkMetered || kind == BulkProfiles) && !opt.SkipHash {
 		r.hash = newStreamHash()
 	}
 	if err := ctx.Err(); err != nil {
@@ -738,7 +741,12 @@ func (s *streamHash) done(o obj) {
 	}
 }
 
+// metered and profile hash one entry; a nil streamHash (no hash wanted, or
+// the file is invalid) ignores it.
 func (s *streamHash) metered(e *pipeline.MeteredEntry, text []byte) {
+	if s == nil {
+		return
+	}
 	o := s.next()
 	if text == nil {
 		writeMeteredEntry(&o, e)
@@ -754,6 +762,9 @@ func (s *streamHash) metered(e *pipeline.MeteredEntry, text []byte) {
 }
 
 func (s *streamHash) profile(e *pipeline.ProfileEntry, text []byte) {
+	if s == nil {
+		return
+	}
 	o := s.next()
 	if text == nil {
 		writeProfileEntry(&o, e)

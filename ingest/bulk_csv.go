@@ -597,7 +597,7 @@ func (r *bulkRun) csvValues(h *csvHeader, cells [][]byte, index, line int, field
 	comma := h.sep == ';'
 	vals := r.vals[:0]
 	text := r.text[:0]
-	hashing := !r.failed()
+	hashing := !r.failed() && r.hash != nil
 	// The values themselves are only needed for the batches; the
 	// validation pass checks them and hashes their text.
 	need := r.emit != nil

@@ -303,20 +303,37 @@ func (r *bulkRun) valueFailed(s *jsonStream, err error, what string) error {
 	return r.readFailed(err)
 }
 
-// jsonMember reads a top-level member other than the streamed entries list.
-// done is false when the file ended with a problem.
-func (r *bulkRun) jsonMember(s *jsonStream, p *parser, key string, entriesSeen bool) (done bool, err error) {
-	v, n, serr, err := s.value(p, 1, int(min(r.opt.MaxDocumentBytes, 1<<30)))
+// readValue reads the next value of the stream and reports its syntax and
+// encoding problems; ok is false when the file ended with a problem (err is
+// then a read error, if any). The value is named for messages as the member
+// key, or key[index] for an element; the name is only built on failure, as
+// this runs once per entry.
+func (r *bulkRun) readValue(s *jsonStream, p *parser, depth, limit int, key string, index int) (node, int, bool, error) {
+	v, n, serr, err := s.value(p, depth, limit)
 	if err != nil {
-		return false, r.valueFailed(s, err, fmt.Sprintf("the member %q", key))
+		what := fmt.Sprintf("the member %q", key)
+		if index >= 0 {
+			what = fmt.Sprintf("%s[%d]", key, index)
+		}
+		return v, n, false, r.valueFailed(s, err, what)
 	}
 	if serr != nil {
 		r.jsonInvalid(s, s.pos+serr.off, serr.msg)
-		return false, nil
+		return v, n, false, nil
 	}
 	if !utf8.Valid(p.src[:n]) {
 		r.jsonInvalid(s, s.pos+firstInvalidUTF8(p.src[:n]), msgInvalidUTF8)
-		return false, nil
+		return v, n, false, nil
+	}
+	return v, n, true, nil
+}
+
+// jsonMember reads a top-level member other than the streamed entries list.
+// done is false when the file ended with a problem.
+func (r *bulkRun) jsonMember(s *jsonStream, p *parser, key string, entriesSeen bool) (done bool, err error) {
+	v, n, ok, err := r.readValue(s, p, 1, int(min(r.opt.MaxDocumentBytes, 1<<30)), key, -1)
+	if !ok {
+		return false, err
 	}
 	switch key {
 	case "entries":
@@ -370,17 +387,9 @@ func (r *bulkRun) jsonList(s *jsonStream, p *parser) (done bool, err error) {
 			r.jsonInvalid(s, s.pos, msgExpectingValue)
 			return false, r.streamFailed(s)
 		}
-		v, n, serr, err := s.value(p, 2, maxEntryBytes)
-		if err != nil {
-			return false, r.valueFailed(s, err, fmt.Sprintf("entries[%d]", i))
-		}
-		if serr != nil {
-			r.jsonInvalid(s, s.pos+serr.off, serr.msg)
-			return false, nil
-		}
-		if !utf8.Valid(p.src[:n]) {
-			r.jsonInvalid(s, s.pos+firstInvalidUTF8(p.src[:n]), msgInvalidUTF8)
-			return false, nil
+		v, n, ok, err := r.readValue(s, p, 2, maxEntryBytes, "entries", i)
+		if !ok {
+			return false, err
 		}
 		if err := r.jsonEntry(s, p, loc.index(i), i, &v); err != nil {
 			return false, err

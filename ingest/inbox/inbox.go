@@ -14,6 +14,7 @@
 package inbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -284,10 +285,13 @@ func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 	return nil
 }
 
-// layout is where a key sits in inbox/<portfolio>/<kind>/<name>.
+// layout is where a key sits in inbox/<portfolio>/<kind>/<name>, with the
+// kind and the format that its folder and name give.
 type layout struct {
 	portfolio, kind, name string
 	rest                  string // the key after inbox/<portfolio>/
+	bulkKind              ingest.BulkKind
+	format                ingest.BulkFormat
 }
 
 func parseLayout(key string) (layout, error) {
@@ -302,10 +306,12 @@ func parseLayout(key string) (layout, error) {
 			"file %q is outside the inbox layout inbox/<portfolio>/<kind>/<name>", key)
 	}
 	l.kind, l.name = parts[1], parts[2]
-	if _, err := ingest.ParseBulkKind(l.kind); err != nil {
+	var err error
+	if l.bulkKind, err = ingest.ParseBulkKind(l.kind); err != nil {
 		return l, err
 	}
-	return l, nil
+	l.format, _, err = ingest.DetectFormat(l.bulkKind, l.name)
+	return l, err
 }
 
 // handle claims and processes one inbox object.
@@ -394,10 +400,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	if layoutErr != nil {
 		return p.reject(ctx, f, l, rejectReason{reason: pipeline.MessageOf(layoutErr)})
 	}
-	kind, _ := ingest.ParseBulkKind(l.kind)
-	if _, _, err := ingest.DetectFormat(kind, l.name); err != nil {
-		return p.reject(ctx, f, l, rejectReason{reason: pipeline.MessageOf(err)})
-	}
+	kind := l.bulkKind
 	if f.Size > p.cfg.MaxFileBytes {
 		return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
 			"file of %d bytes exceeds the inbox limit of %d bytes", f.Size, p.cfg.MaxFileBytes)})
@@ -411,7 +414,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	opt := p.cfg.Decode
 	opt.Rules = ingest.Rules{Active: portfolio.Active()}
 
-	src, err := p.open(ctx, f)
+	src, err := p.open(ctx, f, l.format)
 	if pipeline.KindOf(err) == pipeline.NotFound {
 		return outcomeNone, p.store.ReleaseInboxFile(ctx, f.ID, p.cfg.Owner)
 	} else if err != nil {
@@ -456,6 +459,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 		if err != nil {
 			return outcomeFailed, err
 		}
+		opt.SkipHash = true // pass 1 computed it
 		if _, err := ingest.DecodeBulk(ctx, kind, in, opt, func(b ingest.BulkBatch) error { return stageBatch(ctx, st, b) }); err != nil {
 			if cause := context.Cause(ctx); cause != nil && pipeline.KindOf(cause) == pipeline.Conflict {
 				return outcomeBusy, nil
@@ -565,7 +569,7 @@ func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, 
 	if f.State == pipeline.InboxRejecting {
 		docKey, kind, out = f.DestKey+".errors.json", "inbox.rejected", outcomeRejected
 	}
-	if err := p.bucket.Put(ctx, docKey, strings.NewReader(string(f.Result)), int64(len(f.Result))); err != nil {
+	if err := p.bucket.Put(ctx, docKey, bytes.NewReader(f.Result), int64(len(f.Result))); err != nil {
 		return outcomeFailed, fmt.Errorf("write %s: %w", docKey, err)
 	}
 	cur, err := p.bucket.Stat(ctx, f.Key)
@@ -596,16 +600,9 @@ func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, 
 		}
 		return outcomeFailed, err
 	}
-	p.cfg.Logger.Info("inbox file "+string(stateWord(out)), "key", f.Key, "dest", f.DestKey,
+	p.cfg.Logger.Info("inbox file "+outcomeLabel(out), "key", f.Key, "dest", f.DestKey,
 		"status", f.Status, "reason", f.Reason)
 	return out, nil
-}
-
-func stateWord(o outcome) string {
-	if o == outcomeRejected {
-		return "rejected"
-	}
-	return "processed"
 }
 
 // freeKey returns key, or key with the file's id before its extension when

@@ -11,9 +11,9 @@ import (
 )
 
 // source gives the two decoding passes a fresh view of one file each. A
-// local file is rewound; an object of a remote store is fetched again for
-// the second pass, except Parquet, whose reader needs random access: it is
-// spooled to a temporary file once.
+// local file is rewound; a remote object is streamed from the response that
+// open got, then fetched again for the second pass, except Parquet, whose
+// reader needs random access: it is spooled to a temporary file once.
 type source struct {
 	bucket Bucket
 	ctx    context.Context
@@ -22,12 +22,12 @@ type source struct {
 	file   *os.File      // random-access copy, or the store's own file
 	spool  string        // the temporary file to remove, if any
 	remote io.ReadCloser // the current pass's reader of a remote object
+	fresh  bool          // remote has not been read yet
 }
 
 // open prepares the file of f for reading.
-func (p *Processor) open(ctx context.Context, f pipeline.InboxFile) (*source, error) {
+func (p *Processor) open(ctx context.Context, f pipeline.InboxFile, format ingest.BulkFormat) (*source, error) {
 	s := &source{bucket: p.bucket, ctx: ctx, key: f.Key, size: f.Size}
-	format, _, _ := ingest.DetectFormat(ingest.BulkKind(f.Kind), f.Name)
 	rc, err := p.bucket.Get(ctx, f.Key)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", f.Key, err)
@@ -37,7 +37,7 @@ func (p *Processor) open(ctx context.Context, f pipeline.InboxFile) (*source, er
 		return s, nil
 	}
 	if format != ingest.FormatParquet {
-		rc.Close()
+		s.remote, s.fresh = rc, true // the first pass reads this response
 		return s, nil
 	}
 	defer rc.Close()
@@ -64,6 +64,10 @@ func (s *source) input(name string) (ingest.BulkInput, error) {
 			return ingest.BulkInput{}, err
 		}
 		return ingest.BulkInput{Name: name, Body: s.file, At: s.file, Size: st.Size()}, nil
+	}
+	if s.fresh {
+		s.fresh = false
+		return ingest.BulkInput{Name: name, Body: s.remote, Size: s.size}, nil
 	}
 	rc, err := s.bucket.Get(s.ctx, s.key)
 	if err != nil {

@@ -2,9 +2,7 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -183,19 +181,6 @@ func (db *DB) FinishInboxFile(ctx context.Context, id int64, owner string, now t
 		}
 		return insertEvent(ctx, tx, ev)
 	})
-}
-
-// InboxFileByID returns one file's record.
-func (db *DB) InboxFileByID(ctx context.Context, id int64) (pipeline.InboxFile, error) {
-	var row inboxRow
-	err := db.bun.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.InboxFile{}, pipeline.Errorf(pipeline.NotFound, "no inbox file %d", id)
-	}
-	if err != nil {
-		return pipeline.InboxFile{}, fmt.Errorf("get inbox file %d: %w", id, err)
-	}
-	return row.domain(), nil
 }
 
 // InboxFiles lists file records, newest claim first.
