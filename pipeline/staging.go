@@ -77,3 +77,17 @@ type StoredLocation struct {
 	Malo        string  `json:"malo"`
 	Slices      []Slice `json:"slices"`
 }
+
+// StoredMetered is the stored version of one market location's metered day.
+type StoredMetered struct {
+	Version
+	PortfolioID string `json:"portfolio"`
+	MeteredEntry
+}
+
+// StoredProfile is the stored version of one rolled-out profile day.
+type StoredProfile struct {
+	Version
+	PortfolioID string `json:"portfolio"`
+	ProfileEntry
+}

@@ -149,12 +149,21 @@ func (db *DB) Ping(ctx context.Context) error {
 
 type templateData struct{ ID, TS string }
 
-func (db *DB) migrator() *migrate.Migrator {
+func (db *DB) migrator() *migrate.Migrator { return db.migratorOf(allMigrations()) }
+
+// allMigrations is the schema history: the embedded SQL files and the
+// migrations written in Go.
+func allMigrations() *migrate.Migrations {
 	ms := migrate.NewMigrations()
 	if err := ms.Discover(migrationFiles); err != nil {
 		// The files are embedded at build time; a failure here is a build defect.
 		panic(fmt.Sprintf("discover migrations: %v", err))
 	}
+	registerBinaryValues(ms)
+	return ms
+}
+
+func (db *DB) migratorOf(ms *migrate.Migrations) *migrate.Migrator {
 	td := templateData{ID: "INTEGER PRIMARY KEY AUTOINCREMENT", TS: "TIMESTAMP"}
 	if db.dialect == Postgres {
 		td = templateData{ID: "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY", TS: "TIMESTAMPTZ"}

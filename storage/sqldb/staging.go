@@ -30,8 +30,8 @@ type stagingTable struct {
 var (
 	forecastTable = stagingTable{"forecast_versions", []string{"delivery_day"}, []string{"body"}}
 	locationTable = stagingTable{"location_versions", []string{"malo"}, []string{"slices"}}
-	meteredTable  = stagingTable{"metered_versions", []string{"malo", "day"}, []string{"unit", "vals"}}
-	profileTable  = stagingTable{"profile_versions", []string{"mga", "profile", "day"}, []string{"vals"}}
+	meteredTable  = stagingTable{"metered_versions", []string{"malo", "day"}, []string{"unit", "vals_f64"}}
+	profileTable  = stagingTable{"profile_versions", []string{"mga", "profile", "day"}, []string{"vals_f64"}}
 )
 
 // stageItem is one key of a submission with its payload. hash identifies the
@@ -362,20 +362,12 @@ func (db *DB) StageLocations(ctx context.Context, a *pipeline.AuditEntry, locs [
 
 // StageMetered stores metered days per market location.
 func (db *DB) StageMetered(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.MeteredEntry) (pipeline.StageResult, error) {
-	items, err := meteredItems(entries)
-	if err != nil {
-		return pipeline.StageResult{}, err
-	}
-	return db.stageAndAudit(ctx, meteredTable, a, items)
+	return db.stageAndAudit(ctx, meteredTable, a, meteredItems(entries))
 }
 
 // StageProfiles stores rolled-out profile days per MGA and profile.
 func (db *DB) StageProfiles(ctx context.Context, a *pipeline.AuditEntry, entries []pipeline.ProfileEntry) (pipeline.StageResult, error) {
-	items, err := profileItems(entries)
-	if err != nil {
-		return pipeline.StageResult{}, err
-	}
-	return db.stageAndAudit(ctx, profileTable, a, items)
+	return db.stageAndAudit(ctx, profileTable, a, profileItems(entries))
 }
 
 type versionCols struct {
@@ -483,4 +475,50 @@ func (db *DB) CountVersions(ctx context.Context, kind, portfolio string, current
 	}
 	n, err := q.Count(ctx)
 	return int(n), err
+}
+
+type valuesRow struct {
+	versionCols
+	Unit string `bun:"unit"`
+	Vals []byte `bun:"vals_f64"`
+}
+
+// MeteredDay returns the current metered values of a market location's day.
+func (db *DB) MeteredDay(ctx context.Context, portfolio, malo string, day pipeline.Day) (pipeline.StoredMetered, error) {
+	var row valuesRow
+	err := db.bun.NewSelect().Table(meteredTable.name).Column("version", "input_hash", "received_at", "superseded_at", "unit", "vals_f64").
+		Where("portfolio_id = ?", portfolio).Where("malo = ?", malo).Where("day = ?", day.String()).
+		Where("superseded_at IS NULL").Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pipeline.StoredMetered{}, pipeline.Errorf(pipeline.NotFound, "no metered data for MaLo '%s' on %s", malo, day)
+	}
+	if err != nil {
+		return pipeline.StoredMetered{}, fmt.Errorf("get metered %s %s %s: %w", portfolio, malo, day, err)
+	}
+	vals, err := decodeValues(row.Vals)
+	if err != nil {
+		return pipeline.StoredMetered{}, fmt.Errorf("metered %s %s %s: %w", portfolio, malo, day, err)
+	}
+	return pipeline.StoredMetered{Version: row.domain(), PortfolioID: portfolio,
+		MeteredEntry: pipeline.MeteredEntry{Day: day, Malo: malo, Unit: pipeline.Unit(row.Unit), Values: vals}}, nil
+}
+
+// ProfileDay returns the current rolled-out profile values of an MGA, profile and day.
+func (db *DB) ProfileDay(ctx context.Context, portfolio, mga, profile string, day pipeline.Day) (pipeline.StoredProfile, error) {
+	var row valuesRow
+	err := db.bun.NewSelect().Table(profileTable.name).Column("version", "input_hash", "received_at", "superseded_at", "vals_f64").
+		Where("portfolio_id = ?", portfolio).Where("mga = ?", mga).Where("profile = ?", profile).
+		Where("day = ?", day.String()).Where("superseded_at IS NULL").Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pipeline.StoredProfile{}, pipeline.Errorf(pipeline.NotFound, "no profile %s/%s on %s", mga, profile, day)
+	}
+	if err != nil {
+		return pipeline.StoredProfile{}, fmt.Errorf("get profile %s %s/%s %s: %w", portfolio, mga, profile, day, err)
+	}
+	vals, err := decodeValues(row.Vals)
+	if err != nil {
+		return pipeline.StoredProfile{}, fmt.Errorf("profile %s %s/%s %s: %w", portfolio, mga, profile, day, err)
+	}
+	return pipeline.StoredProfile{Version: row.domain(), PortfolioID: portfolio,
+		ProfileEntry: pipeline.ProfileEntry{Day: day, MGA: mga, Profile: profile, ValuesKWh: vals}}, nil
 }

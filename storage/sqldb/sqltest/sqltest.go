@@ -67,6 +67,17 @@ func Main(m Runner) int {
 // Open returns a migrated, empty database of the backend, closed when the test ends.
 func Open(tb testing.TB, d sqldb.Dialect) *sqldb.DB {
 	tb.Helper()
+	db := OpenUnmigrated(tb, d)
+	if _, err := db.Migrate(context.Background()); err != nil {
+		tb.Fatalf("migrate %s: %v", d, err)
+	}
+	return db
+}
+
+// OpenUnmigrated returns a fresh database of the backend without any schema,
+// for tests of the migrations themselves.
+func OpenUnmigrated(tb testing.TB, d sqldb.Dialect) *sqldb.DB {
+	tb.Helper()
 	ctx := context.Background()
 	var url string
 	switch d {
@@ -82,9 +93,6 @@ func Open(tb testing.TB, d sqldb.Dialect) *sqldb.DB {
 		tb.Fatalf("open %s: %v", d, err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		tb.Fatalf("migrate %s: %v", d, err)
-	}
 	return db
 }
 
