@@ -4,13 +4,16 @@
 // error codes) where object-store bugs hide. Each server starts once per test
 // binary; every call hands out a fresh bucket name, so tests stay isolated
 // without restarting servers. Call Main from TestMain so that the servers stop
-// when the tests end.
+// when the tests end. Tests of bucket event notifications get a server of
+// their own (MinIOWithWebhook, VersityWithWebhook), because notification
+// targets are part of a server's start-up configuration.
 package objtest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +29,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/notification"
 
 	"github.com/schedbridge/schedbridge/storage/objstore"
 )
@@ -121,6 +125,97 @@ func Versity(tb testing.TB) objstore.S3Config {
 	return versityTool.config(tb)
 }
 
+// MinIOWebhookARN is the ARN under which MinIOWithWebhook's server knows its
+// webhook target; a bucket notification configuration names it.
+const MinIOWebhookARN = "arn:minio:sqs::" + minioWebhookID + ":webhook"
+
+// minioWebhookID names the webhook target in MinIO's environment variables
+// (MINIO_NOTIFY_WEBHOOK_*_<ID>); MinIO uses it verbatim in the ARN.
+const minioWebhookID = "SCHEDBRIDGE"
+
+// MinIOWithWebhook starts a MinIO server of its own for this test, with a
+// webhook notification target that posts to endpointURL, and stops it when
+// the test ends. The token, when not empty, is sent as "Authorization: Bearer
+// <token>". The target does nothing until a bucket's notification
+// configuration names MinIOWebhookARN. The server is not shared because its
+// notification targets are fixed at start-up, and other tests' uploads must
+// not post to this test's endpoint.
+//
+// MinIO starts even when nothing listens at endpointURL yet: it connects to
+// the target when it has an event to send, and drops the event (no queue
+// directory is configured) when the connection fails.
+func MinIOWithWebhook(tb testing.TB, endpointURL, token string) objstore.S3Config {
+	tb.Helper()
+	env := []string{
+		"MINIO_NOTIFY_WEBHOOK_ENABLE_" + minioWebhookID + "=on",
+		"MINIO_NOTIFY_WEBHOOK_ENDPOINT_" + minioWebhookID + "=" + endpointURL,
+	}
+	if token != "" {
+		env = append(env, "MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_"+minioWebhookID+"="+token)
+	}
+	return minioTool.dedicated(tb, env)
+}
+
+// MinIONotify creates the config's bucket on a MinIOWithWebhook server and
+// has it send the creation events (s3:ObjectCreated:*, which covers plain and
+// multipart uploads and copies) of keys under prefix to the webhook target,
+// as `mc event add ALIAS/BUCKET ARN --event put --prefix PREFIX` would.
+func MinIONotify(tb testing.TB, c objstore.S3Config, prefix string) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := minio.New(c.Endpoint, &minio.Options{Creds: credentials.NewStaticV4(c.AccessKey, c.SecretKey, ""), Region: region})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := client.MakeBucket(ctx, c.Bucket, minio.MakeBucketOptions{Region: region}); err != nil &&
+		minio.ToErrorResponse(err).Code != minio.BucketAlreadyOwnedByYou {
+		tb.Fatalf("create bucket %s: %v", c.Bucket, err)
+	}
+	arn, err := notification.NewArnFromString(MinIOWebhookARN)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	queue := notification.NewConfig(arn)
+	queue.AddEvents(notification.ObjectCreatedAll)
+	queue.AddFilterPrefix(prefix)
+	var conf notification.Configuration
+	conf.AddQueue(queue)
+	if err := client.SetBucketNotification(ctx, c.Bucket, conf); err != nil {
+		tb.Fatalf("bucket notification for %s: %v", c.Bucket, err)
+	}
+}
+
+// VersityWithWebhook starts a versitygw server of its own for this test that
+// posts the S3 event notifications of every bucket to endpointURL, and stops
+// it when the test ends. events, when not empty, lists the event types that
+// are sent (versitygw's --event-filter, for instance "s3:ObjectCreated:*");
+// versitygw has no prefix filter and no per-bucket configuration.
+//
+// versitygw posts a test event to endpointURL while it starts and refuses to
+// start when the connection is refused, so something must listen there
+// before this is called. Its requests carry no Authorization header.
+func VersityWithWebhook(tb testing.TB, endpointURL string, events ...string) objstore.S3Config {
+	tb.Helper()
+	env := []string{"VGW_EVENT_WEBHOOK_URL=" + endpointURL}
+	if len(events) > 0 {
+		filter := map[string]bool{}
+		for _, e := range events {
+			filter[e] = true
+		}
+		b, err := json.Marshal(filter)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		path := filepath.Join(tb.TempDir(), "event-filter.json")
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		env = append(env, "VGW_EVENT_FILTER="+path)
+	}
+	return versityTool.dedicated(tb, env)
+}
+
 // EndpointURL returns the config's endpoint as a URL, the form that the aws
 // CLI's --endpoint-url and most SDKs want.
 func EndpointURL(c objstore.S3Config) string {
@@ -132,15 +227,39 @@ func EndpointURL(c objstore.S3Config) string {
 
 func (t *tool) config(tb testing.TB) objstore.S3Config {
 	tb.Helper()
-	t.once.Do(func() { t.srv, t.err = t.start() })
+	t.once.Do(func() { t.srv, t.err = t.start(nil) })
 	if t.err != nil {
 		tb.Fatalf("%s for tests: %v", t.name, t.err)
 	}
+	return t.srv.config()
+}
+
+// dedicated starts a server for one test, with env added to its
+// environment, and stops it when the test ends.
+func (t *tool) dedicated(tb testing.TB, env []string) objstore.S3Config {
+	tb.Helper()
+	srv, err := t.start(env)
+	if err != nil {
+		tb.Fatalf("%s for %s: %v", t.name, tb.Name(), err)
+	}
+	tb.Cleanup(func() {
+		// The server's log is the only place where it says why a
+		// notification was not delivered.
+		if tb.Failed() {
+			tb.Logf("%s log ends:\n%s", t.name, logTail(filepath.Join(srv.dir, "server.log")))
+		}
+		srv.stop()
+	})
+	return srv.config()
+}
+
+// config returns the server's address and credentials with a fresh bucket name.
+func (s *server) config() objstore.S3Config {
 	return objstore.S3Config{
-		Endpoint:  t.srv.addr,
+		Endpoint:  s.addr,
 		Bucket:    fmt.Sprintf("t%d-%s", bucketSeq.Add(1), randomHex(4)),
-		AccessKey: t.srv.access,
-		SecretKey: t.srv.secret,
+		AccessKey: s.access,
+		SecretKey: s.secret,
 		Region:    region,
 	}
 }
@@ -159,7 +278,8 @@ func (t *tool) binary() (string, error) {
 	return filepath.Join(dir, t.name+"-"+t.version, t.name), nil
 }
 
-func (t *tool) start() (*server, error) {
+// start starts a server of the tool with env added to its environment.
+func (t *tool) start(env []string) (*server, error) {
 	bin, err := t.binary()
 	if err != nil {
 		return nil, err
@@ -170,14 +290,14 @@ func (t *tool) start() (*server, error) {
 	// A free port can be taken by someone else before the server binds it;
 	// try a few times.
 	for attempt := 1; ; attempt++ {
-		srv, err := t.startOnce(bin)
+		srv, err := t.startOnce(bin, env)
 		if err == nil || attempt == 3 {
 			return srv, err
 		}
 	}
 }
 
-func (t *tool) startOnce(bin string) (*server, error) {
+func (t *tool) startOnce(bin string, env []string) (*server, error) {
 	dir, err := os.MkdirTemp("", "schedbridge-"+t.name+"-")
 	if err != nil {
 		return nil, err
@@ -210,6 +330,12 @@ func (t *tool) startOnce(bin string) (*server, error) {
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
+	}
+	if len(env) > 0 {
+		if cmd.Env == nil {
+			cmd.Env = os.Environ()
+		}
+		cmd.Env = append(cmd.Env, env...)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	ownProcessGroup(cmd)
