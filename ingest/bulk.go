@@ -60,7 +60,7 @@ const (
 var acceptedExtensions = map[BulkKind]string{
 	BulkMetered:    ".json, .json.gz, .csv, .csv.gz, .parquet",
 	BulkProfiles:   ".json, .json.gz, .csv, .csv.gz",
-	BulkMasterData: ".json, .json.gz",
+	BulkMasterData: ".json, .json.gz, .csv, .csv.gz",
 	BulkForecasts:  ".json, .json.gz",
 }
 
@@ -70,7 +70,7 @@ func bulkAccepts(kind BulkKind, f BulkFormat) bool {
 	case FormatJSON:
 		return true
 	case FormatCSV:
-		return kind == BulkMetered || kind == BulkProfiles
+		return kind != BulkForecasts
 	case FormatParquet:
 		return kind == BulkMetered
 	}
@@ -99,7 +99,7 @@ func DetectFormat(kind BulkKind, name string) (format BulkFormat, gz bool, err e
 		format = FormatParquet
 	default:
 		return "", false, pipeline.Errorf(pipeline.Invalid,
-			"file %q: unknown extension; accepted are .json and .json.gz (all kinds), .csv and .csv.gz (metered-data, profiles), .parquet (metered-data); %s accepts %s",
+			"file %q: unknown extension; accepted are .json and .json.gz (all kinds), .csv and .csv.gz (metered-data, profiles, master-data), .parquet (metered-data); %s accepts %s",
 			name, kind, acceptedExtensions[kind])
 	}
 	if !bulkAccepts(kind, format) {
@@ -122,7 +122,7 @@ type BulkOptions struct {
 	Rules            Rules            // as for the API decoders
 	BatchSize        int              // entries per emitted batch; 0 means 2000
 	MaxProblems      int              // problems kept (all are counted); 0 means 10000
-	MaxDocumentBytes int64            // master-data and forecast JSON documents are read whole up to this size; 0 means 64 MiB
+	MaxDocumentBytes int64            // master-data files (JSON, CSV) and forecast documents are read whole up to this size; 0 means 64 MiB
 	Alloc            memory.Allocator // Parquet buffers; nil: memory.DefaultAllocator
 	// SkipHash leaves InputHash empty and saves its per-value work, for a
 	// second pass over a file whose hash the first pass computed.
@@ -270,7 +270,7 @@ func DecodeBulk(ctx context.Context, kind BulkKind, in BulkInput, opt BulkOption
 		days: intervals{},
 	}
 	if (kind == BulkMetered || kind == BulkProfiles) && !opt.SkipHash {
-		r.hash = newStreamHash()
+		r.hash = newStreamHash("entries")
 	}
 	if err := ctx.Err(); err != nil {
 		return r.res, err
@@ -307,6 +307,8 @@ func (r *bulkRun) decodeStream(in BulkInput) error {
 		body = ahead
 	}
 	switch {
+	case r.format == FormatCSV && r.kind == BulkMasterData:
+		return r.csvMasterData(body)
 	case r.format == FormatCSV:
 		return r.csvEntries(body)
 	case r.kind == BulkMetered || r.kind == BulkProfiles:
@@ -481,9 +483,15 @@ func (r *bulkRun) stop() {
 // takeChecker moves the problems the field checker found into the file's,
 // with where they are in the file.
 func (r *bulkRun) takeChecker(line, row int, column string) {
+	r.takeCheckerColumns(line, row, func([]string) string { return column })
+}
+
+// takeCheckerColumns is takeChecker for problems of several columns: column
+// names the column of a problem's loc.
+func (r *bulkRun) takeCheckerColumns(line, row int, column func(loc []string) string) {
 	for _, p := range r.c.problems {
 		fp := fileProblem(p)
-		fp.Line, fp.Row, fp.Column = line, row, column
+		fp.Line, fp.Row, fp.Column = line, row, column(p.Loc)
 		r.add(fp)
 	}
 	r.c.problems = r.c.problems[:0]
@@ -680,6 +688,13 @@ func (r *bulkRun) flush() error {
 func (r *bulkRun) counted(values int) error {
 	r.res.Entries++
 	r.res.Values += int64(values)
+	return r.pace()
+}
+
+// pace is called once per entry or row; it checks ctx every BatchSize
+// calls, often enough to stop a large file soon after a cancel and rarely
+// enough to cost nothing.
+func (r *bulkRun) pace() error {
 	if r.tick++; r.tick >= r.opt.BatchSize {
 		r.tick = 0
 		return r.ctx.Err()
@@ -708,9 +723,10 @@ func (r *bulkRun) finish() (BulkResult, error) {
 	return r.res, nil
 }
 
-// streamHash computes the input hash of a metered-data or profile
-// submission entry by entry: it writes exactly the bytes of
-// canonicalMetered / canonicalProfiles into SHA-256 without holding them.
+// streamHash computes the input hash of a submission item by item (entries
+// of metered data or profiles, master-data locations): it writes exactly the
+// bytes of canonicalMetered / canonicalProfiles / canonicalLocations into
+// SHA-256 without holding them.
 type streamHash struct {
 	h   hash.Hash
 	buf []byte
@@ -719,9 +735,11 @@ type streamHash struct {
 
 const streamHashFlush = 32 << 10
 
-func newStreamHash() *streamHash {
+// newStreamHash starts the hash of a submission whose only member is the
+// list named list ("entries" or "locations").
+func newStreamHash(list string) *streamHash {
 	s := &streamHash{h: sha256.New(), buf: make([]byte, 0, streamHashFlush+4096)}
-	s.buf = append(s.buf, `{"entries":[`...)
+	s.buf = append(append(append(s.buf, `{"`...), list...), `":[`...)
 	return s
 }
 
@@ -776,6 +794,16 @@ func (s *streamHash) profile(e *pipeline.ProfileEntry, text []byte) {
 		o.key("values_kwh")
 		o.b = append(append(append(o.b, '['), text...), ']')
 	}
+	s.done(o)
+}
+
+// location hashes one master-data location.
+func (s *streamHash) location(l *pipeline.Location) {
+	if s == nil {
+		return
+	}
+	o := s.next()
+	writeLocation(&o, l)
 	s.done(o)
 }
 

@@ -304,22 +304,54 @@ var csvKeys = map[BulkKind][]string{
 	BulkProfiles: {"mga", "profile", "day"},
 }
 
-// csvHeader reads and checks the header line; ok is false when the file
-// cannot be read further (the problem is recorded, or cr.err is set).
+// csvHeader reads and checks the header line of a metered-data or profile
+// file; ok is false when the file cannot be read further (the problem is
+// recorded, or cr.err is set).
 func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
-	for cr.end < 3 && cr.fill() {
-	}
-	if cr.end >= 3 && cr.buf[0] == 0xef && cr.buf[1] == 0xbb && cr.buf[2] == 0xbf {
-		cr.pos = 3
-	}
 	keys := csvKeys[r.kind]
 	example := "malo;day;unit;v1;v2;...;v96"
 	if r.kind == BulkProfiles {
 		example = "mga;profile;day;v1;v2;...;v96"
 	}
-	fail := func(format string, args ...any) (*csvHeader, bool) {
-		r.add(FileProblem{Line: 1, Type: ProblemCSVHeader, Msg: fmt.Sprintf(format, args...)})
+	names, ok := r.csvHeaderLine(cr, example)
+	if !ok {
 		return nil, false
+	}
+	h := &csvHeader{sep: cr.sep, keys: keys, width: len(names), names: names}
+	if len(h.names) < 4 {
+		r.headerProblem("the header must have the columns %s (in any order) and then at least one value column, as in %s; it has %s",
+			strings.Join(keys, ", "), example, quoteNames(h.names))
+		return nil, false
+	}
+	found := [3]bool{}
+	for c := 0; c < 3; c++ {
+		k := -1
+		for i, key := range keys {
+			if strings.EqualFold(h.names[c], key) {
+				k = i
+			}
+		}
+		if k < 0 || found[k] {
+			r.headerProblem("the first three columns of the header must be %s in any order, as in %s; column %d is %q",
+				strings.Join(keys, ", "), example, c+1, h.names[c])
+			return nil, false
+		}
+		found[k] = true
+		h.key[k] = c
+	}
+	return h, true
+}
+
+// csvHeaderLine reads the header line of any CSV file: it skips a BOM, takes
+// the separator from the line and splits it. It returns the column names
+// without surrounding spaces; ok is false when the file cannot be read
+// further (the problem is recorded, or cr.err is set). example is a valid
+// header, for the messages.
+func (r *bulkRun) csvHeaderLine(cr *csvReader, example string) ([]string, bool) {
+	for cr.end < 3 && cr.fill() {
+	}
+	if cr.end >= 3 && cr.buf[0] == 0xef && cr.buf[1] == 0xbb && cr.buf[2] == 0xbf {
+		cr.pos = 3
 	}
 	// The separator is the first of ';' and ',' found outside quotes on the
 	// header's first line.
@@ -341,7 +373,8 @@ func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
 		return nil, false
 	}
 	if len(bytes.TrimSpace(first)) == 0 {
-		return fail("the first line must be the header, for example %s; it is empty", example)
+		r.headerProblem("the first line must be the header, for example %s; it is empty", example)
+		return nil, false
 	}
 	for _, quotes := range []bool{true, false} {
 		quoted := false
@@ -358,38 +391,27 @@ func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
 		}
 	}
 	if cr.sep == 0 {
-		return fail("the header has a single column: separate the columns with ; or , as in %s", example)
+		r.headerProblem("the header has a single column: separate the columns with ; or , as in %s", example)
+		return nil, false
 	}
 	if cr.next() == 0 {
 		return nil, false
 	}
 	if cr.syntax != "" {
-		return fail("the header line is malformed: %s", cr.syntax)
+		r.headerProblem("the header line is malformed: %s", cr.syntax)
+		return nil, false
 	}
-	h := &csvHeader{sep: cr.sep, keys: keys, width: len(cr.cells)}
-	for _, c := range cr.cells {
-		h.names = append(h.names, strings.TrimSpace(string(c)))
+	names := make([]string, len(cr.cells))
+	for i, c := range cr.cells {
+		names[i] = strings.TrimSpace(string(c))
 	}
-	if len(h.names) < 4 {
-		return fail("the header must have the columns %s (in any order) and then at least one value column, as in %s; it has %s",
-			strings.Join(keys, ", "), example, quoteNames(h.names))
-	}
-	found := [3]bool{}
-	for c := 0; c < 3; c++ {
-		k := -1
-		for i, key := range keys {
-			if strings.EqualFold(h.names[c], key) {
-				k = i
-			}
-		}
-		if k < 0 || found[k] {
-			return fail("the first three columns of the header must be %s in any order, as in %s; column %d is %q",
-				strings.Join(keys, ", "), example, c+1, h.names[c])
-		}
-		found[k] = true
-		h.key[k] = c
-	}
-	return h, true
+	return names, true
+}
+
+// headerProblem records the problem of an unusable header, after which
+// nothing else of the file is checked.
+func (r *bulkRun) headerProblem(format string, args ...any) {
+	r.add(FileProblem{Line: 1, Type: ProblemCSVHeader, Msg: fmt.Sprintf(format, args...)})
 }
 
 func quoteNames(names []string) string {
@@ -410,6 +432,32 @@ func (r *bulkRun) csvEntries(src io.Reader) error {
 		}
 		return nil
 	}
+	entryLoc := func(index int) []any { return []any{"body", "entries", index} }
+	return r.csvRows(cr, h.width, "entries", entryLoc, func(cells [][]byte, index, line int) error {
+		switch {
+		case cells == nil:
+			return r.counted(0)
+		case len(cells) < 3:
+			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: entryLoc(index),
+				Msg: fmt.Sprintf("line %d has %s; a row needs at least the columns %s, then its values",
+					line, plural(len(cells), "cell"), strings.Join(h.keys, ", "))})
+			return r.counted(0)
+		case r.kind == BulkMetered:
+			return r.csvMetered(h, cells, index, line)
+		}
+		return r.csvProfile(h, cells, index, line)
+	})
+}
+
+// csvRows reads the data rows after the header, skipping blank ones, and
+// hands each to entry with its 0-based index. The problems every kind shares
+// are reported here: a row that cannot be split (csv_syntax) or that has
+// more non-empty cells than the header has columns (csv_cell_count) gets
+// the loc that rowLoc gives its index, and is handed to entry with nil cells
+// so that entry still counts it. A file without rows is the API's too_short
+// problem of the list named list. A read error ends the rows: it is returned,
+// or recorded when it is a broken gzip stream.
+func (r *bulkRun) csvRows(cr *csvReader, width int, list string, rowLoc func(index int) []any, entry func(cells [][]byte, index, line int) error) error {
 	index := 0
 	for {
 		line := cr.next()
@@ -420,27 +468,17 @@ func (r *bulkRun) csvEntries(src io.Reader) error {
 		if cr.syntax == "" && blankRow(cells) {
 			continue
 		}
-		var err error
 		switch {
 		case cr.syntax != "":
-			r.add(FileProblem{Line: line, Type: ProblemCSVSyntax, Loc: []any{"body", "entries", index},
+			r.add(FileProblem{Line: line, Type: ProblemCSVSyntax, Loc: rowLoc(index),
 				Msg: fmt.Sprintf("line %d: %s", line, cr.syntax)})
-			err = r.counted(0)
-		case len(cells) > h.width && !emptyFrom(cells, h.width):
-			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: []any{"body", "entries", index},
-				Msg: fmt.Sprintf("line %d has %d cells, but the header has %d columns", line, len(cells), h.width)})
-			err = r.counted(0)
-		case len(cells) < 3:
-			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: []any{"body", "entries", index},
-				Msg: fmt.Sprintf("line %d has %s; a row needs at least the columns %s, then its values",
-					line, plural(len(cells), "cell"), strings.Join(h.keys, ", "))})
-			err = r.counted(0)
-		case r.kind == BulkMetered:
-			err = r.csvMetered(h, cells, index, line)
-		default:
-			err = r.csvProfile(h, cells, index, line)
+			cells = nil
+		case len(cells) > width && !emptyFrom(cells, width):
+			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: rowLoc(index),
+				Msg: fmt.Sprintf("line %d has %d cells, but the header has %d columns", line, len(cells), width)})
+			cells = nil
 		}
-		if err != nil {
+		if err := entry(cells, index, line); err != nil {
 			return err
 		}
 		index++
@@ -449,7 +487,7 @@ func (r *bulkRun) csvEntries(src io.Reader) error {
 		return r.readFailed(cr.err)
 	}
 	if index == 0 {
-		r.add(FileProblem{Line: 1, Type: "too_short", Loc: []any{"body", "entries"},
+		r.add(FileProblem{Line: 1, Type: "too_short", Loc: []any{"body", list},
 			Msg:   "List should have at least 1 item after validation, not 0: the file has a header but no rows",
 			Input: []any{}, Ctx: map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0}})
 	}
@@ -563,8 +601,7 @@ func (r *bulkRun) csvProfile(h *csvHeader, cells [][]byte, index, line int) erro
 // csvText validates a free-text cell.
 func (r *bulkRun) csvText(cell []byte, index, line int, field string, rule textRule) bool {
 	if !utf8.Valid(cell) {
-		r.c.fail(fieldLoc(index, field), "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string",
-			&node{kind: kindString, str: strings.ToValidUTF8(string(cell), "\uFFFD")}, nil)
+		r.c.notUnicode(fieldLoc(index, field), cell)
 		r.takeChecker(line, 0, field)
 		return false
 	}
@@ -573,6 +610,14 @@ func (r *bulkRun) csvText(cell []byte, index, line int, field string, rule textR
 		return false
 	}
 	return true
+}
+
+// notUnicode reports a CSV cell that is not UTF-8, with the type pydantic
+// gives bytes that do not decode; the input shows the cell with its broken
+// bytes replaced, since a problem must render as JSON.
+func (c *checker) notUnicode(loc path, cell []byte) {
+	c.fail(loc, "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string",
+		&node{kind: kindString, str: strings.ToValidUTF8(string(cell), "\uFFFD")}, nil)
 }
 
 // lookupPair finds an interned (mga, profile) pair by its bytes.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -483,10 +484,11 @@ func (r *bulkRun) readRest(s *jsonStream) ([]byte, error) {
 	return s.buf[s.pos:s.end], nil
 }
 
+// tooLarge reports a document over MaxDocumentBytes.
 func (r *bulkRun) tooLarge() {
 	r.add(FileProblem{Type: ProblemFileTooLarge,
-		Msg: fmt.Sprintf("file too large: a %s JSON document is read whole and may have at most %d bytes (after decompression)",
-			r.kind, r.opt.MaxDocumentBytes)})
+		Msg: fmt.Sprintf("file too large: a %s %s document is read whole and may have at most %d bytes (after decompression)",
+			r.kind, strings.ToUpper(string(r.format)), r.opt.MaxDocumentBytes)})
 }
 
 // jsonDocument decodes a master-data or forecast file with the API's decoder.
@@ -507,11 +509,7 @@ func (r *bulkRun) jsonDocument(src io.Reader) error {
 			return nil
 		}
 		r.res.Entries, r.res.ValidateOnly, r.res.InputHash = len(sub.Locations), sub.ValidateOnly, sub.InputHash
-		if r.emit != nil {
-			if err := r.emit(BulkBatch{Locations: sub.Locations}); err != nil {
-				return fmt.Errorf("emit batch of %s: %w", r.name, err)
-			}
-		}
+		return r.emitWhole(BulkBatch{Locations: sub.Locations})
 	case BulkForecasts:
 		sub, err := DecodeForecast(body, r.opt.Rules)
 		if err != nil {
@@ -522,11 +520,19 @@ func (r *bulkRun) jsonDocument(src io.Reader) error {
 		for _, s := range sub.Forecast.Series {
 			r.res.Values += int64(len(s.Values))
 		}
-		if r.emit != nil {
-			if err := r.emit(BulkBatch{Forecast: &sub.Forecast, Canonical: sub.Canonical}); err != nil {
-				return fmt.Errorf("emit batch of %s: %w", r.name, err)
-			}
-		}
+		return r.emitWhole(BulkBatch{Forecast: &sub.Forecast, Canonical: sub.Canonical})
+	}
+	return nil
+}
+
+// emitWhole hands over the one batch of a document that is validated whole
+// (master data, a forecast), when emit is set.
+func (r *bulkRun) emitWhole(b BulkBatch) error {
+	if r.emit == nil {
+		return nil
+	}
+	if err := r.emit(b); err != nil {
+		return fmt.Errorf("emit batch of %s: %w", r.name, err)
 	}
 	return nil
 }

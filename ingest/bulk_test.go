@@ -55,9 +55,12 @@ func TestDetectFormat(t *testing.T) {
 		{BulkMasterData, "m.json", FormatJSON, false, ""},
 		{BulkForecasts, "f.json.gz", FormatJSON, true, ""},
 		{BulkProfiles, "p.parquet", "", false, `file "p.parquet": profiles files cannot be PARQUET; profiles accepts .json, .json.gz, .csv, .csv.gz`},
-		{BulkMasterData, "m.csv", "", false, `file "m.csv": master-data files cannot be CSV; master-data accepts .json, .json.gz`},
+		{BulkMasterData, "m.CSV", FormatCSV, false, ""},
+		{BulkMasterData, "m.csv.gz", FormatCSV, true, ""},
+		{BulkMasterData, "m.parquet", "", false, `file "m.parquet": master-data files cannot be PARQUET; master-data accepts .json, .json.gz, .csv, .csv.gz`},
+		{BulkForecasts, "f.csv", "", false, `file "f.csv": forecasts files cannot be CSV; forecasts accepts .json, .json.gz`},
 		{BulkForecasts, "f.parquet", "", false, "forecasts accepts .json, .json.gz"},
-		{BulkMetered, "a.xlsx", "", false, `file "a.xlsx": unknown extension; accepted are .json and .json.gz (all kinds), .csv and .csv.gz (metered-data, profiles), .parquet (metered-data); metered-data accepts .json, .json.gz, .csv, .csv.gz, .parquet`},
+		{BulkMetered, "a.xlsx", "", false, `file "a.xlsx": unknown extension; accepted are .json and .json.gz (all kinds), .csv and .csv.gz (metered-data, profiles, master-data), .parquet (metered-data); metered-data accepts .json, .json.gz, .csv, .csv.gz, .parquet`},
 		{BulkMetered, "a.parquet.gz", "", false, "unknown extension"},
 		{BulkMetered, "json", "", false, "unknown extension"},
 		{"metered", "a.json", "", false, "unknown file kind"},
@@ -228,7 +231,7 @@ func TestStreamHashIsCanonical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{1, 2, 300} {
 		es := randomMetered(rng, n)
-		h := newStreamHash()
+		h := newStreamHash("entries")
 		for i := range es {
 			h.metered(&es[i], nil)
 		}
@@ -236,7 +239,7 @@ func TestStreamHashIsCanonical(t *testing.T) {
 			t.Errorf("%d entries: %s, want %s", n, got, want)
 		}
 		ps := randomProfiles(rng, n)
-		h = newStreamHash()
+		h = newStreamHash("entries")
 		for i := range ps {
 			h.profile(&ps[i], nil)
 		}

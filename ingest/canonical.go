@@ -137,32 +137,36 @@ func canonicalForecast(f *pipeline.Forecast, bodyLen int) []byte {
 
 func canonicalLocations(ls []pipeline.Location, bodyLen int) []byte {
 	o := obj{b: append(canonicalBuffer(bodyLen), '{')}
-	writeList(&o, "locations", ls, func(o *obj, l *pipeline.Location) {
-		o.str("malo", l.Malo)
-		writeList(o, "slices", l.Slices, func(o *obj, s *pipeline.Slice) {
-			o.key("active")
-			if s.Active {
-				o.b = append(o.b, "true"...)
-			} else {
-				o.b = append(o.b, "false"...)
-			}
-			if s.AnnualConsumptionKWh != nil {
-				o.key("annual_consumption_kwh")
-				o.b = appendJSONFloat(o.b, *s.AnnualConsumptionKWh)
-			}
-			o.optStr("control_area", string(s.ControlArea))
-			o.optStr("dso_mp_id", s.DSOMPID)
-			o.str("kind", string(s.Kind))
-			o.optStr("metering_type", string(s.MeteringType))
-			o.optStr("mga", s.MGA)
-			o.optStr("profile", s.Profile)
-			o.day("valid_from", s.ValidFrom)
-			if s.ValidTo != nil {
-				o.day("valid_to", *s.ValidTo)
-			}
-		})
-	})
+	writeList(&o, "locations", ls, writeLocation)
 	return append(o.b, '}')
+}
+
+// writeLocation writes the members of one master-data location; the bulk
+// decoder of master-data CSV files streams the same bytes into its hash.
+func writeLocation(o *obj, l *pipeline.Location) {
+	o.str("malo", l.Malo)
+	writeList(o, "slices", l.Slices, func(o *obj, s *pipeline.Slice) {
+		o.key("active")
+		if s.Active {
+			o.b = append(o.b, "true"...)
+		} else {
+			o.b = append(o.b, "false"...)
+		}
+		if s.AnnualConsumptionKWh != nil {
+			o.key("annual_consumption_kwh")
+			o.b = appendJSONFloat(o.b, *s.AnnualConsumptionKWh)
+		}
+		o.optStr("control_area", string(s.ControlArea))
+		o.optStr("dso_mp_id", s.DSOMPID)
+		o.str("kind", string(s.Kind))
+		o.optStr("metering_type", string(s.MeteringType))
+		o.optStr("mga", s.MGA)
+		o.optStr("profile", s.Profile)
+		o.day("valid_from", s.ValidFrom)
+		if s.ValidTo != nil {
+			o.day("valid_to", *s.ValidTo)
+		}
+	})
 }
 
 func canonicalMetered(es []pipeline.MeteredEntry, bodyLen int) []byte {

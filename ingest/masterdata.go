@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"fmt"
+
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -145,32 +147,41 @@ func (c *checker) sliceRules(loc path, n *node, s *pipeline.Slice) bool {
 // control areas, slice order, duplicates.
 func masterDataRules(ls []givenLocation, r Rules) error {
 	var out findings
+	masterDataFindings(ls, r, func(_, _ int, _, msg string) { out.addf("%s", msg) })
+	return out.err()
+}
+
+// masterDataFindings applies the business rules of master data in the
+// API's order and reports each broken one with the location and slice it
+// is about (slice -1: the location as a whole) and the field that breaks it,
+// so that a bulk file can point at the row and column as well as give the
+// API's message.
+func masterDataFindings(ls []givenLocation, r Rules, report func(loc, slice int, field, msg string)) {
 	for i, l := range ls {
 		for j, s := range l.Slices {
 			if l.areaGiven[j] && !r.Active.Has(string(s.ControlArea)) {
 				if l.flat {
-					out.addf("locations[%d]: control area %s is not in the active set", i, s.ControlArea)
+					report(i, j, "control_area", fmt.Sprintf("locations[%d]: control area %s is not in the active set", i, s.ControlArea))
 				} else {
-					out.addf("locations[%d].slices[%d]: control area %s is not in the active set", i, j, s.ControlArea)
+					report(i, j, "control_area", fmt.Sprintf("locations[%d].slices[%d]: control area %s is not in the active set", i, j, s.ControlArea))
 				}
 			}
 			if j > 0 {
 				if prev := l.Slices[j-1]; prev.ValidTo != nil && s.ValidFrom.Before(*prev.ValidTo) {
-					out.addf("locations[%d] (%s): slices[%d] overlaps slices[%d]", i, l.Malo, j, j-1)
+					report(i, j, "valid_from", fmt.Sprintf("locations[%d] (%s): slices[%d] overlaps slices[%d]", i, l.Malo, j, j-1))
 				}
 			}
 			if j < len(l.Slices)-1 && s.ValidTo == nil {
-				out.addf("locations[%d] (%s): only the last slice may be open-ended", i, l.Malo)
+				report(i, j, "valid_to", fmt.Sprintf("locations[%d] (%s): only the last slice may be open-ended", i, l.Malo))
 			}
 		}
 	}
 	first := make(map[string]int, len(ls))
 	for i, l := range ls {
 		if j, dup := first[l.Malo]; dup {
-			out.addf("locations[%d] (%s): duplicate of locations[%d]", i, l.Malo, j)
+			report(i, -1, "malo", fmt.Sprintf("locations[%d] (%s): duplicate of locations[%d]", i, l.Malo, j))
 		} else {
 			first[l.Malo] = i
 		}
 	}
-	return out.err()
 }

@@ -1,0 +1,517 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// mdRow is a master-data CSV row by column (mdColumns); "" is an empty cell.
+type mdRow [mdFields]string
+
+// mdSample is testdata/masterdata.json as CSV rows; the second slice of the
+// first location comes after the second location's row, so the file only
+// equals the JSON body when rows are grouped by malo.
+var mdSample = []mdRow{
+	{"01234567890", "2025-01-01", "2026-01-01", "", "TenneT", "MGA1", "slp", "H25", "3500", "", "9900000000001"},
+	{"11234567890", "2026-03-29", "", "", "TenneT", "Netzgebiet Süd", "imsys", "", "1234.5", "", ""},
+	{"01234567890", "2026-01-01", "", "", "Amprion", "MGA2", "rlm", "", "", "production", ""},
+	{"21234567890", "2024-06-01", "", "false", "", "", "", "", "", "", ""},
+}
+
+// mdStyle is how a test writes master-data rows as CSV.
+type mdStyle struct {
+	sep          byte
+	decimalComma bool  // annual_consumption_kwh with a decimal comma
+	bom, crlf    bool  // a UTF-8 BOM, CRLF line ends
+	quoteAll     bool  // every cell in quotes
+	short        bool  // rows end after their last non-empty cell
+	trailing     bool  // the header and every row end with two separators
+	upperBools   bool  // TRUE / FALSE
+	header       []int // the columns, in this order (default: all, in mdColumns order)
+	names        func(string) string
+}
+
+// mdCSV writes rows as a master-data CSV file. Cells holding the separator,
+// a quote or a line break are quoted.
+func mdCSV(rows []mdRow, st mdStyle) []byte {
+	cols := st.header
+	if cols == nil {
+		for f := 0; f < mdFields; f++ {
+			cols = append(cols, f)
+		}
+	}
+	eol := "\n"
+	if st.crlf {
+		eol = "\r\n"
+	}
+	cell := func(s string) string {
+		if st.quoteAll || strings.ContainsAny(s, string(st.sep)+"\"\n") {
+			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		}
+		return s
+	}
+	var b bytes.Buffer
+	if st.bom {
+		b.WriteString("\ufeff")
+	}
+	line := func(cells []string) {
+		if st.short {
+			for len(cells) > 0 && cells[len(cells)-1] == "" {
+				cells = cells[:len(cells)-1]
+			}
+		}
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteByte(st.sep)
+			}
+			b.WriteString(cell(c))
+		}
+		if st.trailing {
+			b.WriteString(string(st.sep) + string(st.sep))
+		}
+		b.WriteString(eol)
+	}
+	var names []string
+	for _, f := range cols {
+		name := mdColumns[f]
+		if st.names != nil {
+			name = st.names(name)
+		}
+		names = append(names, name)
+	}
+	line(names)
+	for _, r := range rows {
+		var cells []string
+		for _, f := range cols {
+			v := r[f]
+			switch {
+			case f == mdAnnual && st.decimalComma:
+				v = strings.Replace(v, ".", ",", 1)
+			case f == mdActive && st.upperBools:
+				v = strings.ToUpper(v)
+			}
+			cells = append(cells, v)
+		}
+		line(cells)
+	}
+	return b.Bytes()
+}
+
+// mdJSON is the PUT /v1/master-data body that rows stand for: locations in
+// the order of their first rows, slices in row order, empty cells left out,
+// active as a boolean, annual_consumption_kwh as a number when it is one.
+func mdJSON(t *testing.T, rows []mdRow) []byte {
+	t.Helper()
+	var order []string
+	slices := map[string][]string{}
+	for _, r := range rows {
+		var members []string
+		for f := mdValidFrom; f < mdFields; f++ {
+			v := r[f]
+			if v == "" {
+				continue
+			}
+			val := mustJSON(t, v)
+			if f == mdActive && (strings.EqualFold(v, "true") || strings.EqualFold(v, "false")) {
+				val = strings.ToLower(v)
+			}
+			if _, ok, _ := parseCSVFloat([]byte(v), false, true); f == mdAnnual && ok {
+				val = csvLiteral([]byte(v))
+			}
+			members = append(members, mustJSON(t, mdColumns[f])+": "+val)
+		}
+		if _, ok := slices[r[mdMalo]]; !ok || r[mdMalo] == "" {
+			order = append(order, r[mdMalo])
+		}
+		slices[r[mdMalo]] = append(slices[r[mdMalo]], "{"+strings.Join(members, ", ")+"}")
+	}
+	var locs []string
+	for _, malo := range order {
+		head := ""
+		if malo != "" {
+			head = `"malo": ` + mustJSON(t, malo) + ", "
+		}
+		locs = append(locs, "{"+head+`"slices": [`+strings.Join(slices[malo], ", ")+"]}")
+	}
+	return []byte(`{"locations": [` + strings.Join(locs, ",\n ") + "]}")
+}
+
+// TestBulkMasterDataCSVSameContent: CSV files of both dialects, quoted,
+// short or gzip'd give the input hash and the locations of the API for the
+// equivalent JSON body, so a re-drop as JSON or CSV answers unchanged.
+func TestBulkMasterDataCSVSameContent(t *testing.T) {
+	sample, err := DecodeMasterData(readTestdata(t, "masterdata.json"), allAreas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quirky := []mdRow{
+		{"01234567890", "2025-01-01", "2025-06-01", "TRUE", "50Hertz", "MGA \"Nord\", Teil 2;\nOst", "tlp", "G0; \"x\"", "0.000001", "consumption", "9900000000001"},
+		{"01234567890", "2025-06-01", "", "", "50Hertz", "  MGA  ", "slp", "", "1e3", "", ""},
+	}
+	semicolon := mdStyle{sep: ';', decimalComma: true, bom: true, crlf: true}
+	tests := []struct {
+		name string
+		rows []mdRow
+		st   mdStyle
+	}{
+		{"semicolon-decimal-comma-bom-crlf.csv", mdSample, semicolon},
+		{"comma-decimal-point.csv", mdSample, mdStyle{sep: ','}},
+		{"semicolon-decimal-point.csv", mdSample, mdStyle{sep: ';'}},
+		{"columns-in-any-order.csv", mdSample, mdStyle{sep: ',', upperBools: true,
+			header: []int{mdValidTo, mdKind, mdMalo, mdAnnual, mdValidFrom, mdDSOMPID, mdControlArea, mdMGA, mdActive, mdMeteringType, mdProfile},
+			names:  func(s string) string { return " " + strings.ToUpper(s[:1]) + s[1:] + " " }}},
+		{"quoted.csv", mdSample, mdStyle{sep: ',', quoteAll: true}},
+		{"short-rows-trailing-separators.csv", mdSample, mdStyle{sep: ';', short: true, trailing: true,
+			header: []int{mdMalo, mdValidFrom, mdActive, mdValidTo, mdControlArea, mdMGA, mdMeteringType, mdProfile, mdAnnual, mdKind, mdDSOMPID}}},
+		{"semicolon.csv.gz", mdSample, semicolon},
+		{"quoted-separators-quotes-line-breaks.csv", quirky, mdStyle{sep: ';', decimalComma: true}},
+		{"quoted-separators-quotes-line-breaks-comma.csv.gz", quirky, mdStyle{sep: ',', crlf: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data := mdCSV(tt.rows, tt.st)
+			if strings.HasSuffix(tt.name, ".gz") {
+				data = gzipped(data)
+			}
+			// The API's answer for the JSON body of the same rows.
+			body := mdJSON(t, tt.rows)
+			api, err := DecodeMasterData(body, allAreas)
+			if err != nil {
+				t.Fatalf("API: %v\n%s", err, body)
+			}
+			if tt.rows[0] == mdSample[0] && api.InputHash != sample.InputHash {
+				t.Fatalf("the JSON of mdSample is not testdata/masterdata.json")
+			}
+			res, err := decode(BulkMasterData, tt.name, data, BulkOptions{Rules: allAreas}, nil)
+			if err != nil {
+				t.Fatalf("validation pass: %v\n%s", err, data)
+			}
+			if res.InputHash != api.InputHash || res.Entries != len(api.Locations) || res.Format != FormatCSV || res.Values != 0 || res.ValidateOnly {
+				t.Errorf("result %+v, API hash %s", res, api.InputHash)
+			}
+			// The JSON file of the body answers the same.
+			if jres, err := decode(BulkMasterData, "m.json", body, BulkOptions{Rules: allAreas}, nil); err != nil || jres.InputHash != res.InputHash {
+				t.Errorf("JSON file: %v %s", err, jres.InputHash)
+			}
+			// The staging pass emits the API's locations in one batch, with
+			// or without the hash.
+			for _, skip := range []bool{false, true} {
+				var batches []BulkBatch
+				res2, err := decode(BulkMasterData, tt.name, data, BulkOptions{Rules: allAreas, SkipHash: skip}, func(b BulkBatch) error {
+					batches = append(batches, b)
+					return nil
+				})
+				if err != nil || len(batches) != 1 || !reflect.DeepEqual(batches[0].Locations, api.Locations) {
+					t.Fatalf("staging pass (skip hash %v): %v, %d batches", skip, err, len(batches))
+				}
+				if want := map[bool]string{false: api.InputHash, true: ""}[skip]; res2.InputHash != want {
+					t.Errorf("staging pass (skip hash %v): hash %q", skip, res2.InputHash)
+				}
+			}
+			withTinyBuffers(t, func() {
+				res3, err := decodeOneByte(BulkMasterData, tt.name, data, BulkOptions{Rules: allAreas}, nil)
+				if err != nil || !reflect.DeepEqual(res3, res) {
+					t.Errorf("tiny buffers: %v %+v", err, res3)
+				}
+			})
+		})
+	}
+}
+
+// mdHeaderLine is the header of all columns, separated by ';'.
+var mdHeaderLine = strings.Join(mdColumns[:], ";")
+
+// TestBulkMasterDataCSVProblems: each kind of problem with its line,
+// column, type, loc and message.
+func TestBulkMasterDataCSVProblems(t *testing.T) {
+	type want struct {
+		line   int
+		column string
+		typ    string
+		loc    string
+		msg    string
+		input  string // JSON; not compared when empty
+	}
+	onlyTenneT := Rules{Active: pipeline.NewAreaSet(pipeline.TenneT)}
+	allColumns := "malo, valid_from, valid_to, active, control_area, mga, metering_type, profile, annual_consumption_kwh, kind, dso_mp_id"
+	tests := []struct {
+		name  string
+		file  string
+		rules Rules
+		want  []want
+	}{
+		{"bad malo, reported once per location",
+			mdHeaderLine + "\n0123456789x;2026-01-01;2026-06-01;;TenneT;M;slp\n11234567890;2026-01-01;;;TenneT;M;slp\n0123456789x;2026-06-01;;;TenneT;M;slp\n", allAreas,
+			[]want{{2, "malo", "string_pattern_mismatch", "body.locations.0.malo", `String should match pattern '^\d{11}$'`, `"0123456789x"`}}},
+		{"missing malo",
+			mdHeaderLine + "\n;2026-01-01;;;TenneT;M;slp\n", allAreas,
+			[]want{{2, "malo", "missing", "body.locations.0.malo", "Field required",
+				`{"slices": [{"valid_from": "2026-01-01", "control_area": "TenneT", "mga": "M", "metering_type": "slp"}]}`}}},
+		{"bad dates",
+			mdHeaderLine + "\n01234567890;2026-13-01;01.01.2027;;TenneT;M;slp\n", allAreas,
+			[]want{
+				{2, "valid_from", "date_from_datetime_parsing", "body.locations.0.slices.0.valid_from", "Input should be a valid date or datetime, month value is outside expected range of 1-12", `"2026-13-01"`},
+				{2, "valid_to", "date_from_datetime_parsing", "body.locations.0.slices.0.valid_to", "Input should be a valid date or datetime, invalid character in year", `"01.01.2027"`},
+			}},
+		{"a date with a time",
+			mdHeaderLine + "\n01234567890;2026-01-01;;;TenneT;M;slp\n01234567890;2026-01-01T00:00:00;;;TenneT;M;slp\n", allAreas,
+			[]want{{3, "valid_from", "date_parsing", "body.locations.0.slices.1.valid_from", "Input should be a valid date in the format YYYY-MM-DD, unexpected extra characters at the end of the input", `"2026-01-01T00:00:00"`}}},
+		{"unknown enum values",
+			mdHeaderLine + "\n01234567890;2026-01-01;;;TenneT;M;SLP;;;both\n", allAreas,
+			[]want{
+				{2, "metering_type", "literal_error", "body.locations.0.slices.0.metering_type", "Input should be 'slp', 'tlp', 'rlm' or 'imsys'", `"SLP"`},
+				{2, "kind", "literal_error", "body.locations.0.slices.0.kind", "Input should be 'consumption' or 'production'", `"both"`},
+			}},
+		{"active, number and id cells",
+			mdHeaderLine + "\n01234567890;2026-01-01;;yes;TenneT;M;slp;;3.500,5;;123\n11234567890;2026-01-01;;;TenneT;M;slp;;-1,5\n21234567890;2026-01-01;;;TenneT;M;slp;;1e400\n", allAreas,
+			[]want{
+				{2, "active", "bool_parsing", "body.locations.0.slices.0.active", "Input should be a valid boolean, unable to interpret input", `"yes"`},
+				{2, "annual_consumption_kwh", "float_parsing", "body.locations.0.slices.0.annual_consumption_kwh", "Input should be a valid number, unable to parse string as a number", `"3.500,5"`},
+				{2, "dso_mp_id", "string_pattern_mismatch", "body.locations.0.slices.0.dso_mp_id", `String should match pattern '^\d{13}$'`, `"123"`},
+				{3, "annual_consumption_kwh", "greater_than_equal", "body.locations.1.slices.0.annual_consumption_kwh", "Input should be greater than or equal to 0", `-1.5`},
+				{4, "annual_consumption_kwh", "finite_number", "body.locations.2.slices.0.annual_consumption_kwh", "Input should be a finite number", `1e400`},
+			}},
+		{"decimal comma only with ;",
+			"malo,valid_from,control_area,mga,metering_type,annual_consumption_kwh\n01234567890,2026-01-01,TenneT,M,slp,\"1,5\"\n", allAreas,
+			[]want{{2, "annual_consumption_kwh", "float_parsing", "body.locations.0.slices.0.annual_consumption_kwh", "Input should be a valid number, unable to parse string as a number", `"1,5"`}}},
+		{"model validators of a slice",
+			mdHeaderLine + "\n01234567890;2026-01-01;;;TenneT;M\n11234567890;2026-01-01;2026-01-01;;TenneT;M;slp\n", allAreas,
+			[]want{
+				{2, "", "value_error", "body.locations.0.slices.0", "Value error, an active slice needs control_area, mga and metering_type", ""},
+				{3, "", "value_error", "body.locations.1.slices.0", "Value error, valid_to must be after valid_from", ""},
+			}},
+		{"not UTF-8",
+			mdHeaderLine + "\n0123456789x;2026-01-01;;;TenneT;S\xfcd;slp\n0123456789x;2026-02-01;;;TenneT;M;r\xfcm\n1\xff;2026-13-01\n", allAreas,
+			[]want{
+				{2, "malo", "string_pattern_mismatch", "body.locations.0.malo", `String should match pattern '^\d{11}$'`, `"0123456789x"`},
+				{2, "mga", "string_unicode", "body.locations.0.slices.0.mga", "Input should be a valid string, unable to parse raw data as a unicode string", `"S\ufffdd"`},
+				{3, "metering_type", "string_unicode", "body.locations.0.slices.1.metering_type", "Input should be a valid string, unable to parse raw data as a unicode string", `"r\ufffdm"`},
+				{4, "malo", "string_unicode", "body.locations.1.malo", "Input should be a valid string, unable to parse raw data as a unicode string", `"1\ufffd"`},
+				{4, "valid_from", "date_from_datetime_parsing", "body.locations.1.slices.0.valid_from", "Input should be a valid date or datetime, month value is outside expected range of 1-12", `"2026-13-01"`},
+			}},
+		{"overlapping slices",
+			mdHeaderLine + "\n01234567890;2025-01-01;2025-07-01;;TenneT;M;slp\n11234567890;2025-01-01;;;TenneT;M;slp\n01234567890;2025-06-01;;;TenneT;M;slp\n", allAreas,
+			[]want{{4, "valid_from", ProblemBusiness, "body.locations.0.slices.1", "locations[0] (01234567890): slices[1] overlaps slices[0]", ""}}},
+		{"open-ended slice before the last",
+			mdHeaderLine + "\n01234567890;2025-01-01;;;TenneT;M;slp\n01234567890;2026-01-01;;;TenneT;M;slp\n", allAreas,
+			[]want{{2, "valid_to", ProblemBusiness, "body.locations.0.slices.0", "locations[0] (01234567890): only the last slice may be open-ended", ""}}},
+		{"inactive control area",
+			mdHeaderLine + "\n01234567890;2025-01-01;2026-01-01;;TenneT;M;slp\n01234567890;2026-01-01;;;Amprion;M;slp\n", onlyTenneT,
+			[]want{{3, "control_area", ProblemBusiness, "body.locations.0.slices.1", "locations[0].slices[1]: control area Amprion is not in the active set", ""}}},
+		{"business rules wait for a schema-valid file",
+			mdHeaderLine + "\n01234567890;2025-01-01;;;Amprion;M;slp\n01234567890;2026-01-01;;;TenneT;M;x\n", onlyTenneT,
+			[]want{{3, "metering_type", "literal_error", "body.locations.0.slices.1.metering_type", "Input should be 'slp', 'tlp', 'rlm' or 'imsys'", `"x"`}}},
+		{"missing header column",
+			"malo;valid_to;mga\n01234567890;2026-01-01;M\n", allAreas,
+			[]want{{1, "", ProblemCSVHeader, "", `the header has no column valid_from; a master-data file needs at least malo and valid_from, as in ` + mdExample + `; it has "malo", "valid_to", "mga"`, ""}}},
+		{"unknown header column",
+			"malo;valid_from;metering type\n01234567890;2026-01-01;slp\n", allAreas,
+			[]want{{1, "", ProblemCSVHeader, "", `column 3 of the header is "metering type", which is not a master-data column; the columns are ` + allColumns, ""}}},
+		{"repeated header column",
+			"malo;valid_from; MALO\n", allAreas,
+			[]want{{1, "", ProblemCSVHeader, "", `column 3 of the header repeats "malo" (column 1)`, ""}}},
+		{"unnamed header column",
+			"malo;;valid_from\n", allAreas,
+			[]want{{1, "", ProblemCSVHeader, "", "column 2 of the header has no name; the columns of a master-data file are " + allColumns, ""}}},
+		{"single-column header",
+			"malo valid_from\n", allAreas,
+			[]want{{1, "", ProblemCSVHeader, "", "the header has a single column: separate the columns with ; or , as in " + mdExample, ""}}},
+		{"too many cells",
+			"malo;valid_from;control_area;mga;metering_type;;\n01234567890;2025-01-01;TenneT;M;slp;;\n01234567890;2026-01-01;TenneT;M;slp;x\n", allAreas,
+			[]want{{3, "", ProblemCSVCells, "body.locations", "line 3 has 6 cells, but the header has 5 columns", ""}}},
+		{"quoting error",
+			"malo,valid_from,control_area,mga,metering_type\n01234567890,\"2026-01-01\"x,TenneT,M,slp\n", allAreas,
+			[]want{{2, "", ProblemCSVSyntax, "body.locations", `line 2: unexpected character after the closing " of a quoted cell (a " inside a quoted cell must be doubled)`, ""}}},
+		{"header only",
+			"\ufeffmalo;valid_from\r\n;;\r\n", allAreas,
+			[]want{{1, "", "too_short", "body.locations", "List should have at least 1 item after validation, not 0: the file has a header but no rows", "[]"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, name := range []string{"m.csv", "m.csv.gz"} {
+				data := []byte(tt.file)
+				if strings.HasSuffix(name, ".gz") {
+					data = gzipped(data)
+				}
+				emitted := 0
+				res, err := decode(BulkMasterData, name, data, BulkOptions{Rules: tt.rules}, func(BulkBatch) error { emitted++; return nil })
+				fe := fileError(t, res, err)
+				if emitted != 0 {
+					t.Errorf("%s: %d batches emitted", name, emitted)
+				}
+				if len(fe.Problems) != len(tt.want) || fe.Count != len(tt.want) {
+					t.Fatalf("%s: %d problems, want %d:\n%s", name, len(fe.Problems), len(tt.want), problemJSON(t, fe.Problems))
+				}
+				for i, w := range tt.want {
+					p := fe.Problems[i]
+					if p.Line != w.line || p.Column != w.column || p.Type != w.typ || dotted(p.Loc) != w.loc || p.Msg != w.msg {
+						t.Errorf("%s: problem %d:\n got  %d %q %s %s %q\n want %d %q %s %s %q",
+							name, i, p.Line, p.Column, p.Type, dotted(p.Loc), p.Msg, w.line, w.column, w.typ, w.loc, w.msg)
+					}
+					if w.input != "" {
+						if got := mustJSON(t, p.Input); got != normJSON(t, w.input) {
+							t.Errorf("%s: problem %d: input %s, want %s", name, i, got, w.input)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBulkMasterDataCSVProblemsAreTheAPIs: the schema and business problems
+// of a CSV file are those the API reports for the equivalent JSON body
+// (type, loc, message, input, ctx), with the line of the row.
+func TestBulkMasterDataCSVProblemsAreTheAPIs(t *testing.T) {
+	cases := map[string][]mdRow{
+		"schema": {
+			{"0123456789", "2026-02-30", "2026-1-1", "no", "", "", "monthly", strings.Repeat("p", 33), "-0.5", "Consumption", "99000000000011"},
+			{"11234567890", "2026-01-01", "", "", "TenneT", strings.Repeat("ä", 65), "slp", "", "", "", ""},
+			{"", "", "", "false", "", "", "", "", "abc", "", ""},
+			{"21234567890", "2026-01-01", "2025-01-01", "", "TenneT", "M", "rlm", "", "", "", ""},
+			{"21234567890", "2026-01-01", "", "", "TenneT", "", "", "", "", "", ""},
+			{"31234567890", "2026-01-01", "2025-01-01", "false", "", "", "", "", "", "", ""},
+		},
+		"business": {
+			{"01234567890", "2025-01-01", "2025-07-01", "", "TenneT", "M", "slp", "", "", "", ""},
+			{"01234567890", "2025-06-01", "2026-01-01", "", "Amprion", "M", "slp", "", "", "", ""},
+			{"01234567890", "2026-01-01", "", "", "TenneT", "M", "slp", "", "", "", ""},
+			{"11234567890", "2025-01-01", "", "", "TenneT", "M", "slp", "", "", "", ""},
+			{"11234567890", "2024-01-01", "", "false", "50Hertz", "", "", "", "", "", ""},
+		},
+	}
+	rules := Rules{Active: pipeline.NewAreaSet(pipeline.TenneT)}
+	for name, rows := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, apiErr := DecodeMasterData(mdJSON(t, rows), rules)
+			var api []FileProblem
+			var se *SchemaError
+			var be *BusinessError
+			if errors.As(apiErr, &se) {
+				for _, p := range se.Problems {
+					api = append(api, fileProblem(p))
+				}
+			} else if errors.As(apiErr, &be) {
+				for _, m := range be.Messages {
+					api = append(api, FileProblem{Type: ProblemBusiness, Msg: m})
+				}
+			} else {
+				t.Fatalf("API: %v", apiErr)
+			}
+			res, err := decode(BulkMasterData, "m.csv", mdCSV(rows, mdStyle{sep: ';', decimalComma: true}), BulkOptions{Rules: rules}, nil)
+			fe := fileError(t, res, err)
+			if len(fe.Problems) != len(api) {
+				t.Fatalf("%d problems, API %d:\n%s\nAPI:\n%s", len(fe.Problems), len(api), problemJSON(t, fe.Problems), problemJSON(t, api))
+			}
+			for i, p := range fe.Problems {
+				w := api[i]
+				if p.Type == ProblemBusiness {
+					// The API's business answer has no loc; the file's points
+					// at the slice.
+					w.Loc = p.Loc
+				}
+				line, loc := p.Line, p.Loc
+				p.Line, p.Column = 0, ""
+				if mustJSON(t, p) != mustJSON(t, w) {
+					t.Errorf("problem %d:\n got  %s\n want %s", i, mustJSON(t, p), mustJSON(t, w))
+				}
+				// The line is the row of the slice the loc names (or of the
+				// location's first row).
+				l, s := loc[2].(int), 0
+				if len(loc) > 4 {
+					s = loc[4].(int)
+				}
+				if want := mdRowLine(rows, l, s); line != want {
+					t.Errorf("problem %d (%s): line %d, want %d", i, dotted(loc), line, want)
+				}
+			}
+		})
+	}
+}
+
+// mdRowLine is the line of the j-th row of the i-th location of rows, as
+// mdJSON groups them.
+func mdRowLine(rows []mdRow, i, j int) int {
+	locs, slice := 0, 0
+	index := map[string]int{}
+	for k, r := range rows {
+		l, ok := index[r[mdMalo]]
+		if !ok || r[mdMalo] == "" {
+			l = locs
+			index[r[mdMalo]] = l
+			locs++
+		}
+		if l != i {
+			continue
+		}
+		if slice == j {
+			return k + 2
+		}
+		slice++
+	}
+	return -1
+}
+
+// TestBulkMasterDataCSVTooLarge: a file over MaxDocumentBytes gets one
+// file_too_large problem, whatever its rows held before the limit.
+func TestBulkMasterDataCSVTooLarge(t *testing.T) {
+	data := mdCSV(mdSample, mdStyle{sep: ';'})
+	bad := append([]byte(mdHeaderLine+"\nx;2026-01-01\n"), data[len(mdHeaderLine)+1:]...)
+	for _, file := range [][]byte{data, bad, gzipped(bad)} {
+		name := "m.csv"
+		if file[0] == 0x1f {
+			name = "m.csv.gz"
+		}
+		res, err := decode(BulkMasterData, name, file, BulkOptions{Rules: allAreas, MaxDocumentBytes: int64(len(data) - 1)}, nil)
+		fe := fileError(t, res, err)
+		if len(fe.Problems) != 1 || fe.Count != 1 || fe.Problems[0].Type != ProblemFileTooLarge ||
+			fe.Problems[0].Msg != "file too large: a master-data CSV document is read whole and may have at most "+
+				strconv.Itoa(len(data)-1)+" bytes (after decompression)" {
+			t.Errorf("%s:\n%s", name, problemJSON(t, fe.Problems))
+		}
+	}
+	// Exactly at the limit is fine.
+	if _, err := decode(BulkMasterData, "m.csv", data, BulkOptions{Rules: allAreas, MaxDocumentBytes: int64(len(data))}, nil); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBulkMasterDataCSVEmitAndContext: emit's error and a cancelled
+// context end the decoding and are returned, not reported as problems.
+func TestBulkMasterDataCSVEmitAndContext(t *testing.T) {
+	data := mdCSV(mdSample, mdStyle{sep: ';'})
+	_, err := decode(BulkMasterData, "m.csv", data, BulkOptions{Rules: allAreas}, func(BulkBatch) error { return errBoom })
+	var fe *FileError
+	if !errors.Is(err, errBoom) || errors.As(err, &fe) {
+		t.Errorf("emit error: %v", err)
+	}
+	// Cancelled while the rows are read.
+	ctx, cancel := context.WithCancel(context.Background())
+	in := BulkInput{Name: "m.csv", Body: &cancelReader{r: bytes.NewReader(data), n: 1, cancel: cancel}}
+	if _, err := DecodeBulk(ctx, BulkMasterData, in, BulkOptions{Rules: allAreas, BatchSize: 1}, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+// TestStreamHashLocations: the streaming hash of locations is the hash of
+// canonicalLocations.
+func TestStreamHashLocations(t *testing.T) {
+	sub, err := DecodeMasterData(readTestdata(t, "masterdata.json"), allAreas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newStreamHash("locations")
+	for i := range sub.Locations {
+		h.location(&sub.Locations[i])
+	}
+	if got := h.sum(); got != sub.InputHash {
+		t.Errorf("%s, want %s", got, sub.InputHash)
+	}
+}
