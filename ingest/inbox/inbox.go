@@ -460,7 +460,10 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 			return outcomeFailed, err
 		}
 		opt.SkipHash = true // pass 1 computed it
-		if _, err := ingest.DecodeBulk(ctx, kind, in, opt, func(b ingest.BulkBatch) error { return stageBatch(ctx, st, b) }); err != nil {
+		if err := stageOverlapped(ctx, st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
+			_, err := ingest.DecodeBulk(ctx, kind, in, opt, emit)
+			return err
+		}); err != nil {
 			if cause := context.Cause(ctx); cause != nil && pipeline.KindOf(cause) == pipeline.Conflict {
 				return outcomeBusy, nil
 			}
@@ -510,6 +513,48 @@ func stagingKind(k ingest.BulkKind) string {
 	default:
 		return "forecast"
 	}
+}
+
+// stageOverlapped runs decode, which emits batches, and stages each batch on a
+// second goroutine, so that decoding the next batch overlaps the database
+// write of the previous one. Batches belong to their receiver once emitted
+// (ingest.BulkBatch), and at most two wait between the two sides. A staging
+// failure stops the decoder; it is the error returned.
+func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(ingest.BulkBatch) error) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	batches := make(chan ingest.BulkBatch, 2)
+	staged := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range batches {
+			if err != nil {
+				continue // drain, so the decoder never blocks
+			}
+			if err = stageBatch(ctx, st, b); err != nil {
+				cancel(err)
+			}
+		}
+		staged <- err
+	}()
+	err := decode(ctx, func(b ingest.BulkBatch) error {
+		// Checked first: once the stager drains, a select would still pick
+		// the free channel half of the time.
+		if err := context.Cause(ctx); err != nil {
+			return err
+		}
+		select {
+		case batches <- b:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	close(batches)
+	if serr := <-staged; serr != nil {
+		return serr
+	}
+	return err
 }
 
 func stageBatch(ctx context.Context, st Stager, b ingest.BulkBatch) error {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -18,7 +20,8 @@ import (
 // Rollback; API writers wait for it (up to busy_timeout).
 type BulkStage struct {
 	db        *DB
-	tx        bun.Tx
+	conn      bun.Conn
+	tx        stageTx
 	table     stagingTable
 	portfolio string
 	inputHash string
@@ -26,7 +29,6 @@ type BulkStage struct {
 	res       pipeline.StageResult
 	validated bool
 	closed    bool
-	stmts     stmtCache
 }
 
 // BeginBulk starts staging a file of the given staging kind (forecast,
@@ -36,18 +38,44 @@ func (db *DB) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, 
 	if !ok {
 		return nil, pipeline.Errorf(pipeline.Invalid, "unknown staging kind %q", kind)
 	}
-	tx, err := db.bun.BeginTx(ctx, &sql.TxOptions{})
+	// A connection of its own: COPY needs the driver's connection, and it must
+	// be the one the transaction runs on.
+	conn, err := db.bun.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("begin bulk %s: %w", kind, err)
 	}
-	return &BulkStage{db: db, tx: tx, table: t, portfolio: portfolio, inputHash: inputHash, now: now, stmts: stmtCache{}}, nil
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{})
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("begin bulk %s: %w", kind, err)
+	}
+	s := &BulkStage{db: db, conn: conn, tx: stageTx{tx: tx, stmts: stmtCache{}},
+		table: t, portfolio: portfolio, inputHash: inputHash, now: now}
+	if db.dialect == Postgres {
+		s.tx.copy = s.copyFrom
+	}
+	return s, nil
+}
+
+// copyFrom runs COPY on the transaction's connection. pgx sends the rows in
+// its binary format: no statement per chunk, and the values column travels as
+// raw bytes.
+func (s *BulkStage) copyFrom(ctx context.Context, table string, cols []string, rows [][]any) error {
+	return s.conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("driver connection %T does not speak COPY", dc)
+		}
+		_, err := c.Conn().CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+		return err
+	})
 }
 
 func (s *BulkStage) add(ctx context.Context, items []stageItem) error {
 	if s.closed {
 		return pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
 	}
-	r, err := s.db.stage(ctx, s.tx, s.stmts, s.table, s.portfolio, s.inputHash, s.now, items)
+	r, err := s.db.stage(ctx, s.tx, s.table, s.portfolio, s.inputHash, s.now, items)
 	if err != nil {
 		return fmt.Errorf("bulk stage %s: %w", s.table.name, err)
 	}
@@ -97,7 +125,8 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 		return s.res, pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
 	}
 	s.closed = true
-	defer s.tx.Rollback() //nolint:errcheck // no-op after a commit
+	defer s.conn.Close()
+	defer s.tx.tx.Rollback() //nolint:errcheck // no-op after a commit
 	s.res.Tally()
 	if s.validated {
 		s.res.Status = pipeline.Validated
@@ -106,7 +135,7 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 	if err != nil {
 		return s.res, err
 	}
-	res, err := s.tx.NewUpdate().Model((*inboxRow)(nil)).
+	res, err := s.tx.tx.NewUpdate().Model((*inboxRow)(nil)).
 		Set("state = ?", string(pipeline.InboxStaged)).Set("input_hash = ?", s.inputHash).
 		Set("status = ?", string(s.res.Status)).Set("dest_key = ?", dest).Set("result = ?", string(doc)).
 		Where("id = ?", fileID).Where("owner = ?", owner).Where("state = ?", string(pipeline.InboxProcessing)).
@@ -119,10 +148,10 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 	}
 	entry := *a
 	entry.Outcome = string(s.res.Status)
-	if err := s.db.insertAudit(ctx, s.tx, &entry); err != nil {
+	if err := s.db.insertAudit(ctx, s.tx.tx, &entry); err != nil {
 		return s.res, err
 	}
-	if err := s.tx.Commit(); err != nil {
+	if err := s.tx.tx.Commit(); err != nil {
 		return s.res, fmt.Errorf("commit bulk %s: %w", s.table.name, err)
 	}
 	*a = entry
@@ -133,7 +162,8 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 func (s *BulkStage) Rollback() {
 	if !s.closed {
 		s.closed = true
-		_ = s.tx.Rollback()
+		_ = s.tx.tx.Rollback()
+		_ = s.conn.Close()
 	}
 }
 

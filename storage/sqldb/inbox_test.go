@@ -158,3 +158,59 @@ func TestBulkStageRollback(t *testing.T) {
 		}
 	})
 }
+
+// TestBulkStageCommit stages a file in two batches over existing versions
+// (PostgreSQL writes them with COPY, SQLite with INSERTs): unchanged,
+// replaced and new entries are counted and read back, and the audit entry
+// and the file's receipt commit with them.
+func TestBulkStageCommit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		seedPortfolio(t, db, "p1")
+		if _, err := db.StageMetered(ctx, audit("p1", "api"), []pipeline.MeteredEntry{
+			meteredDay("10000000001", 1), meteredDay("10000000002", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim = %v, %v", ok, err)
+		}
+		st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Rollback()
+		for _, batch := range [][]pipeline.MeteredEntry{
+			{meteredDay("10000000001", 1), meteredDay("10000000002", 2), meteredDay("10000000003", 3)},
+			{meteredDay("10000000004", 4)},
+		} {
+			if err := st.Metered(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		a := audit("p1", "file")
+		res, err := st.Commit(ctx, claim.ID, "me", "processed/p1/2026-11-22/a.csv", a,
+			func(r pipeline.StageResult) ([]byte, error) { return []byte(`{"ok":true}`), nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Created != 2 || res.Replaced != 1 || res.Unchanged != 1 || res.Status != pipeline.Replaced || res.Version != 2 {
+			t.Errorf("result = %+v", res)
+		}
+		for malo, want := range map[string]float64{"10000000001": 1, "10000000002": 2, "10000000003": 3, "10000000004": 4} {
+			got, err := db.MeteredDay(ctx, "p1", malo, meteredDay(malo, 0).Day)
+			if err != nil || got.Values[95] != want || (malo == "10000000002") != (got.Version.Version == 2) {
+				t.Errorf("%s = %+v, %v", malo, got, err)
+			}
+			if malo != "10000000001" && got.InputHash != "file" {
+				t.Errorf("%s input hash = %q", malo, got.InputHash)
+			}
+		}
+		if n, _ := db.CountVersions(ctx, "metered", "p1", false); n != 5 {
+			t.Errorf("versions = %d, want 5", n)
+		}
+		if _, err := db.AuditByHash(ctx, "p1", "file"); err != nil {
+			t.Errorf("audit of the file: %v", err)
+		}
+	})
+}

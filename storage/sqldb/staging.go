@@ -68,10 +68,25 @@ func contentHash(parts ...[]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// stageTx is the transaction a staging write runs in, with the helpers a
+// bulk file brings along.
+type stageTx struct {
+	tx bun.Tx
+	// stmts keeps statements prepared; nil executes without preparing.
+	stmts stmtCache
+	// copy, when set, writes new rows with PostgreSQL's COPY instead of
+	// multi-row INSERTs.
+	copy copyFunc
+}
+
+// copyFunc writes rows into the columns of a table in one COPY.
+type copyFunc func(ctx context.Context, table string, cols []string, rows [][]any) error
+
 // stage writes new versions for the items whose content differs from the
 // current version and supersedes those, in the caller's transaction.
-func (db *DB) stage(ctx context.Context, tx bun.Tx, cache stmtCache, t stagingTable, portfolio, inputHash string,
+func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, inputHash string,
 	now time.Time, items []stageItem) (pipeline.StageResult, error) {
+	tx, cache := st.tx, st.stmts
 	var res pipeline.StageResult
 	if db.dialect == Postgres {
 		// Two writers of the same portfolio and table must not both read "version
@@ -150,6 +165,23 @@ func (db *DB) stage(ctx context.Context, tx bun.Tx, cache stmtCache, t stagingTa
 	}
 	cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
 		append(t.payCols, "received_at")...)
+	if st.copy != nil && len(inserts) > 0 {
+		rows := make([][]any, len(inserts))
+		for i, r := range inserts {
+			row := make([]any, 0, len(cols))
+			row = append(row, portfolio)
+			for _, k := range r.it.key {
+				row = append(row, k)
+			}
+			row = append(row, r.version, r.it.hash, inputHash)
+			row = append(row, r.it.payload...)
+			rows[i] = append(row, db.timeArg(now))
+		}
+		if err := st.copy(ctx, t.name, cols, rows); err != nil {
+			return res, fmt.Errorf("copy into %s: %w", t.name, err)
+		}
+		return res, nil
+	}
 	rowPH := "(" + placeholders(len(cols)) + ")"
 	for start := 0; start < len(inserts); start += db.insertChunk() {
 		chunk := inserts[start:min(start+db.insertChunk(), len(inserts))]
@@ -330,7 +362,7 @@ func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.Aud
 	entry := *a
 	err := db.inTx(ctx, func(tx bun.Tx) error {
 		var err error
-		res, err = db.stage(ctx, tx, nil, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
+		res, err = db.stage(ctx, stageTx{tx: tx}, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,75 @@
+package inbox
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// countingStager records the batches it stages and fails on the failAt-th.
+type countingStager struct {
+	Stager
+	staged []string
+	failAt int
+}
+
+func (s *countingStager) Metered(_ context.Context, e []pipeline.MeteredEntry) error {
+	if len(s.staged)+1 == s.failAt {
+		return errors.New("disk full")
+	}
+	s.staged = append(s.staged, e[0].Malo)
+	return nil
+}
+
+func batchOf(malo string) ingest.BulkBatch {
+	return ingest.BulkBatch{Metered: []pipeline.MeteredEntry{{Malo: malo}}}
+}
+
+func TestStageOverlapped(t *testing.T) {
+	malos := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	tests := []struct {
+		name       string
+		failAt     int
+		decodeErr  error
+		wantErr    string
+		wantStaged int
+	}{
+		{"all batches in order", 0, nil, "", len(malos)},
+		{"staging failure stops the decoder", 2, nil, "disk full", 1},
+		{"decode failure after all batches", 0, errors.New("truncated"), "truncated", len(malos)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := &countingStager{failAt: tt.failAt}
+			emitted := 0
+			err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
+				for _, m := range malos {
+					if err := emit(batchOf(m)); err != nil {
+						return err
+					}
+					emitted++
+				}
+				return tt.decodeErr
+			})
+			if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
+				t.Fatalf("err = %v, want %q", err, tt.wantErr)
+			}
+			if len(st.staged) != tt.wantStaged {
+				t.Errorf("staged %v, want %d batches", st.staged, tt.wantStaged)
+			}
+			for i, m := range st.staged {
+				if m != malos[i] {
+					t.Errorf("batch %d = %s, want %s (order)", i, m, malos[i])
+				}
+			}
+			// The channel holds two batches, one is being staged and one
+			// waits in emit: a failure stops the decoder within a few.
+			if tt.failAt > 0 && emitted > tt.failAt+3 {
+				t.Errorf("decoder went on for %d batches after the failure", emitted)
+			}
+		})
+	}
+}
