@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"strings"
 
 	"github.com/uptrace/bun/migrate"
 )
@@ -27,4 +28,28 @@ func MigrateThrough(ctx context.Context, db *DB, last string) error {
 func Exec(ctx context.Context, db *DB, q string, args ...any) error {
 	_, err := db.bun.ExecContext(ctx, q, args...)
 	return err
+}
+
+// ExplainCurrentLookup returns PostgreSQL's plan of the current-version
+// lookup for the given metered keys (malo, day pairs).
+func ExplainCurrentLookup(ctx context.Context, db *DB, portfolio string, keys [][2]string) (string, error) {
+	items := make([]stageItem, len(keys))
+	for i, k := range keys {
+		items[i] = stageItem{key: []string{k[0], k[1]}}
+	}
+	q, args := db.currentQuery(meteredTable, portfolio, items)
+	rows, err := db.bun.DB.QueryContext(ctx, "EXPLAIN "+db.rebind(q), args...)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return "", err
+		}
+		plan = append(plan, line)
+	}
+	return strings.Join(plan, "\n"), rows.Err()
 }

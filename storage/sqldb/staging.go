@@ -315,9 +315,11 @@ func (db *DB) currentQuery(t stagingTable, portfolio string, items []stageItem) 
 		// A LATERAL lookup per key: a plain join let the planner choose a
 		// hash join over the whole table once it grew inside a bulk
 		// transaction (statistics do not see uncommitted rows), which made a
-		// 1,000,000-row file quadratic.
+		// 1,000,000-row file quadratic. OFFSET 0 keeps the planner from
+		// pulling the subquery up into that same join; each key is then one
+		// probe of the partial unique index of current rows.
 		q := fmt.Sprintf("SELECT v.id, v.version, v.content_hash, %s FROM unnest(%s) AS k(%s) CROSS JOIN LATERAL "+
-			"(SELECT id, version, content_hash FROM %s v WHERE v.portfolio_id = ? AND %s AND v.superseded_at IS NULL) v",
+			"(SELECT id, version, content_hash FROM %s v WHERE v.portfolio_id = ? AND %s AND v.superseded_at IS NULL OFFSET 0) v",
 			prefixed("k.", t.keyCols), strings.Join(un, ", "), cols, t.name, strings.Join(on, " AND "))
 		return q, append(args, portfolio)
 	}

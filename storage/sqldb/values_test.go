@@ -2,8 +2,10 @@ package sqldb_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,5 +113,44 @@ func TestMigrateValuesToBinary(t *testing.T) {
 				t.Errorf("re-stage profile after migration = %+v, %v; want unchanged", res, err)
 			}
 		})
+	}
+}
+
+// TestLookupPlanProbesIndex pins the plan of PostgreSQL's current-version
+// lookup to one index probe per key, whatever the statistics say: a hash
+// join or bitmap scan over the portfolio's rows per batch makes a large
+// bulk file quadratic.
+func TestLookupPlanProbesIndex(t *testing.T) {
+	if !slices.Contains(sqltest.Backends, sqldb.Postgres) {
+		t.Skip("PostgreSQL only")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	db := sqltest.Open(t, sqldb.Postgres)
+	seedPortfolio(t, db, "p1")
+	day := pipeline.NewDay(2026, time.November, 20)
+	var entries []pipeline.MeteredEntry
+	var keys [][2]string
+	for i := range 20000 {
+		malo := fmt.Sprintf("%011d", 10000000000+i/10)
+		d := day.AddDays(i % 10)
+		entries = append(entries, pipeline.MeteredEntry{Malo: malo, Day: d, Unit: pipeline.KWH, Values: []float64{1}})
+		if i%10 == 0 {
+			keys = append(keys, [2]string{malo, d.String()})
+		}
+	}
+	if _, err := db.StageMetered(ctx, audit("p1", "a"), entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqldb.Exec(ctx, db, "ANALYZE metered_versions"); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := sqldb.ExplainCurrentLookup(ctx, db, "p1", keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(plan, "Index Scan using metered_versions_current") ||
+		strings.Contains(plan, "Hash") || strings.Contains(plan, "Bitmap") || strings.Contains(plan, "Seq Scan") {
+		t.Errorf("lookup plan is not one index probe per key:\n%s", plan)
 	}
 }
