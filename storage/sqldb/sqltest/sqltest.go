@@ -156,7 +156,12 @@ func startServer() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200", port, dir)
+	// Buffers and WAL sized like a small production server rather than
+	// initdb's defaults (128 MB, 1 GB): the inbox benchmark writes a 1 GB
+	// table in one transaction, and with the defaults the server spends its
+	// time evicting dirty pages and checkpointing (41.7-46 s instead of 37 s).
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=200 "+
+		"-c shared_buffers=512MB -c max_wal_size=4GB", port, dir)
 	if err := run(filepath.Join(bin, "pg_ctl"), "-D", data, "-o", opts, "-l", filepath.Join(dir, "server.log"), "-w", "-t", "60", "start"); err != nil {
 		return nil, err
 	}
