@@ -55,6 +55,9 @@ func (s *Server) fail(c *gin.Context, err error) {
 	default:
 		kind := pipeline.KindOf(err)
 		status := statusOf[kind]
+		if kind == pipeline.Unavailable {
+			c.Header("Retry-After", s.retryAfter())
+		}
 		if kind == pipeline.Internal {
 			s.log.ErrorContext(c.Request.Context(), "request failed", slog.String("route", c.FullPath()), slog.Any("err", err))
 		}

@@ -24,6 +24,8 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/schedbridge/schedbridge/pipeline"
 )
 
 //go:embed migrations/*.sql
@@ -56,6 +58,10 @@ type Options struct {
 	DataDir string
 	// MaxOpenConns caps the pool; 0 picks a default per backend.
 	MaxOpenConns int
+	// BusyTimeout is how long a SQLite writer waits for the write lock
+	// (another write, such as a bulk inbox file being staged) before its
+	// request fails as unavailable; 0 means 10 s.
+	BusyTimeout time.Duration
 }
 
 // DefaultSQLiteFile is the name of the embedded database inside the data dir.
@@ -103,7 +109,11 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		// WAL lets readers run beside the single writer; _txlock=immediate takes
 		// the write lock at BEGIN, so two writers queue on busy_timeout instead of
 		// failing with SQLITE_BUSY when a read transaction tries to upgrade.
-		dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)" +
+		busy := o.BusyTimeout
+		if busy <= 0 {
+			busy = 10 * time.Second
+		}
+		dsn := "file:" + path + fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)", busy.Milliseconds()) +
 			"&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 		sqldb, err := sql.Open(sqliteshim.ShimName, dsn)
 		if err != nil {
@@ -254,5 +264,20 @@ func (db *DB) lockMigrations(ctx context.Context) (func(), error) {
 
 // inTx runs fn in a transaction and commits when it returns nil.
 func (db *DB) inTx(ctx context.Context, fn func(tx bun.Tx) error) error {
-	return db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(tx) })
+	return busyAsUnavailable(db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(tx) }))
+}
+
+// busyAsUnavailable marks SQLite's "database is locked" as Unavailable: the
+// single write lock was held for longer than the busy timeout, typically by
+// a large inbox file being staged in one transaction. The caller can retry
+// the identical request; it is not an internal fault.
+func busyAsUnavailable(err error) error {
+	var coded interface{ Code() int }
+	const sqliteBusy = 5 // primary result code; extended codes keep it in the low byte
+	if errors.As(err, &coded) && coded.Code()&0xff == sqliteBusy {
+		return &pipeline.Error{Kind: pipeline.Unavailable,
+			Message: "the database is busy with another write (such as a bulk file being staged); retry the identical request later",
+			Err:     err}
+	}
+	return err
 }

@@ -3,6 +3,8 @@ package sqldb_test
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -213,4 +215,36 @@ func TestBulkStageCommit(t *testing.T) {
 			t.Errorf("audit of the file: %v", err)
 		}
 	})
+}
+
+// TestSQLiteBusyIsUnavailable: while a bulk file holds SQLite's write lock,
+// an API write waits for the busy timeout and then fails as Unavailable (503
+// with Retry-After), not as an internal error; once the file is done it goes
+// through.
+func TestSQLiteBusyIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(t.TempDir(), "busy.db"), BusyTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seedPortfolio(t, db, "p1")
+	st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = db.StageMetered(ctx, audit("p1", "api"), []pipeline.MeteredEntry{meteredDay("10000000002", 1)})
+	if pipeline.KindOf(err) != pipeline.Unavailable || !strings.Contains(pipeline.MessageOf(err), "retry") {
+		t.Errorf("write during bulk = %v (%s), want unavailable", err, pipeline.KindOf(err))
+	}
+	st.Rollback()
+	if _, err := db.StageMetered(ctx, audit("p1", "api"), []pipeline.MeteredEntry{meteredDay("10000000002", 1)}); err != nil {
+		t.Errorf("write after bulk: %v", err)
+	}
 }
