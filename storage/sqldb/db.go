@@ -76,11 +76,6 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres %s: %w", redact(u), err)
 		}
-		// pgx prepares and reuses every statement; after five runs PostgreSQL
-		// may switch a statement to a generic plan, which for the staging
-		// lookup (a join with unnest()ed key arrays) is a scan of the whole
-		// table per chunk. Custom plans keep the index lookups.
-		cfg.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 		sqldb := stdlib.OpenDB(*cfg)
 		n := o.MaxOpenConns
 		if n == 0 {

@@ -92,8 +92,16 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 		// Two writers of the same portfolio and table must not both read "version
 		// 3 is current" and both write version 4; SQLite's immediate transactions
 		// already serialise writers.
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
-			portfolio+"/"+t.name); err != nil {
+		//
+		// pgx prepares and reuses every statement, and after five runs
+		// PostgreSQL may switch one to a generic plan, made for a table as
+		// small as it was then; custom plans see the table as it is. The
+		// setting covers the lookup only: the rest of the transaction goes
+		// back to the default below, or the foreign-key check of every
+		// inserted row would be planned again per row (over half of the time
+		// of a bulk COPY).
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0)), "+
+			"set_config('plan_cache_mode', 'force_custom_plan', true)", portfolio+"/"+t.name); err != nil {
 			return res, err
 		}
 	}
@@ -125,6 +133,12 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 			return res, err
 		}
 		if err := rows.Err(); err != nil {
+			return res, err
+		}
+	}
+
+	if db.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, "SELECT set_config('plan_cache_mode', 'auto', true)"); err != nil {
 			return res, err
 		}
 	}
