@@ -53,3 +53,23 @@ func ExplainCurrentLookup(ctx context.Context, db *DB, portfolio string, keys []
 	}
 	return strings.Join(plan, "\n"), rows.Err()
 }
+
+// RollbackLast reverts the last group of applied migrations.
+func RollbackLast(ctx context.Context, db *DB) ([]string, error) {
+	group, err := db.migrator().Rollback(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range group.Migrations {
+		names = append(names, m.Name)
+	}
+	return names, nil
+}
+
+// QueryString runs a query that returns one text value.
+func QueryString(ctx context.Context, db *DB, q string, args ...any) (string, error) {
+	var s string
+	err := db.bun.QueryRowContext(ctx, q, args...).Scan(&s)
+	return s, err
+}

@@ -112,6 +112,20 @@ func TestMigrateValuesToBinary(t *testing.T) {
 			if err != nil || res.Status != pipeline.Unchanged {
 				t.Errorf("re-stage profile after migration = %+v, %v; want unchanged", res, err)
 			}
+
+			// Down converts back to JSON text; up again restores the binary form.
+			if back, err := sqldb.RollbackLast(ctx, db); err != nil || !slices.Equal(back, []string{"20261122000003"}) {
+				t.Fatalf("rollback = %v, %v", back, err)
+			}
+			if s, err := sqldb.QueryString(ctx, db, "SELECT vals FROM metered_versions WHERE malo = '01234567891'"); err != nil || s != "[2,0,1e-7]" {
+				t.Errorf("rolled-back vals = %q, %v", s, err)
+			}
+			if _, err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := db.MeteredDay(ctx, "p1", "01234567890", day); err != nil || !slices.Equal(got.Values, []float64{0.25, 0.5, 1.5}) {
+				t.Errorf("after down and up = %+v, %v", got, err)
+			}
 		})
 	}
 }
