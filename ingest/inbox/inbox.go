@@ -45,7 +45,7 @@ const (
 
 // Bucket is what the inbox needs of an object store.
 type Bucket interface {
-	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	GetIfMatch(ctx context.Context, key, etag string) (io.ReadCloser, error)
 	Stat(ctx context.Context, key string) (pipeline.ObjectInfo, error)
 	List(ctx context.Context, prefix, startAfter string, limit int) ([]pipeline.ObjectInfo, error)
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
@@ -415,8 +415,8 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	opt.Rules = ingest.Rules{Active: portfolio.Active()}
 
 	src, err := p.open(ctx, f, l.format)
-	if pipeline.KindOf(err) == pipeline.NotFound {
-		return outcomeNone, p.store.ReleaseInboxFile(ctx, f.ID, p.cfg.Owner)
+	if gone(err) {
+		return p.release(ctx, f)
 	} else if err != nil {
 		return outcomeFailed, err
 	}
@@ -447,6 +447,17 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	if err != nil {
 		return outcomeFailed, err
 	}
+	// The second read starts before the staging transaction, which on
+	// SQLite holds the write lock that releasing the claim needs.
+	var in2 ingest.BulkInput
+	if !res.ValidateOnly {
+		in2, err = src.input(l.name)
+		if gone(err) {
+			return p.release(ctx, f)
+		} else if err != nil {
+			return outcomeFailed, err
+		}
+	}
 	st, err := p.store.BeginBulk(ctx, stagingKind(kind), l.portfolio, res.InputHash, validated)
 	if err != nil {
 		return outcomeFailed, err
@@ -455,10 +466,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	if res.ValidateOnly {
 		st.ValidateOnly()
 	} else {
-		in, err := src.input(l.name)
-		if err != nil {
-			return outcomeFailed, err
-		}
+		in := in2
 		opt.SkipHash = true // pass 1 computed it
 		if err := stageOverlapped(ctx, st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
 			_, err := ingest.DecodeBulk(ctx, kind, in, opt, emit)
@@ -500,6 +508,26 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	p.m.values.Add(float64(res.Values))
 	f.State, f.DestKey, f.Result, f.Status, f.InputHash = pipeline.InboxStaged, dest, receipt, sr.Status, res.InputHash
 	return p.finish(ctx, f)
+}
+
+// gone reports whether the claimed version of a file is no longer there to
+// read: deleted or moved by another process (NotFound), or replaced by a new
+// upload under the same name (Conflict).
+func gone(err error) bool {
+	k := pipeline.KindOf(err)
+	return err != nil && (k == pipeline.NotFound || k == pipeline.Conflict)
+}
+
+// release drops the claim of a file whose claimed version is gone before
+// anything was staged for it, and wakes the next scan at once: a new upload
+// under the name is a file of its own, with a claim of its own.
+func (p *Processor) release(ctx context.Context, f pipeline.InboxFile) (outcome, error) {
+	if err := p.store.ReleaseInboxFile(ctx, f.ID, p.cfg.Owner); err != nil {
+		return outcomeFailed, err
+	}
+	p.cfg.Logger.Info("inbox file changed or vanished before it was read; claim released", "key", f.Key)
+	p.Wake()
+	return outcomeNone, nil
 }
 
 func stagingKind(k ingest.BulkKind) string {

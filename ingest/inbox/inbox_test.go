@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -606,4 +607,76 @@ func TestParquetFile(t *testing.T) {
 			t.Errorf("versions = %d", n)
 		}
 	})
+}
+
+// replacingBucket uploads a new version of a key just before the nth
+// pinned read of it, as a supplier re-uploading the same name while the file
+// is being processed would.
+type replacingBucket struct {
+	objstore.Bucket
+	key  string
+	body []byte
+	nth  int
+	mu   sync.Mutex
+	gets int
+}
+
+func (b *replacingBucket) GetIfMatch(ctx context.Context, key, etag string) (io.ReadCloser, error) {
+	b.mu.Lock()
+	b.gets++
+	replace := key == b.key && b.gets == b.nth
+	b.mu.Unlock()
+	if replace {
+		if err := b.Put(ctx, key, bytes.NewReader(b.body), int64(len(b.body))); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bucket.GetIfMatch(ctx, key, etag)
+}
+
+// TestReplacedWhileProcessing: a file uploaded again under the same name
+// after the scan listed it is never staged from a mix of the two versions.
+// The claim of the old version is released with nothing staged, and the
+// next scan processes the new upload as a file of its own. On MinIO the
+// replacement also comes between the two passes (the second pass fetches
+// the object again); the directory store reads both passes from one open
+// file.
+func TestReplacedWhileProcessing(t *testing.T) {
+	for _, c := range combos {
+		nths := []int{1}
+		if c.minio {
+			nths = append(nths, 2)
+		}
+		for _, nth := range nths {
+			t.Run(fmt.Sprintf("%s/before read %d", c.name, nth), func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t, c)
+				ctx := context.Background()
+				key := "inbox/p1/metered-data/a.csv"
+				e.put(t, key, meteredCSV(";", day("12345678901", "2026-11-20", 96, 1)))
+				newer := day("12345678901", "2026-11-20", 96, 7)
+				rb := &replacingBucket{Bucket: e.bucket, key: key, body: meteredCSV(",", newer), nth: nth}
+				p, err := inbox.New(rb, store{e.db}, inbox.Config{Owner: "A", Lease: time.Minute, Now: e.clock.Now, SpoolDir: t.TempDir()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sum := scan(t, p); sum.Processed != 0 || sum.Failed != 0 {
+					t.Fatalf("scan that saw the replacement = %+v", sum)
+				}
+				if n := e.versions(t); n != 0 {
+					t.Fatalf("versions after the released claim = %d, want 0", n)
+				}
+				if sum := scan(t, p); sum.Processed != 1 {
+					t.Fatalf("next scan = %+v", sum)
+				}
+				got, err := e.db.MeteredDay(ctx, "p1", "12345678901", pipeline.NewDay(2026, time.November, 20))
+				if err != nil || !slices.Equal(got.Values, newer.vals) || got.Version.Version != 1 {
+					t.Errorf("staged = %+v, %v; want the new upload as version 1", got, err)
+				}
+				if r := receipt(t, e, processedDir+"a.csv"); r.Status != "created" || r.Counts["created"] != 1 {
+					t.Errorf("receipt = %+v", r)
+				}
+			})
+		}
+	}
 }

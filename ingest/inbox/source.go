@@ -13,11 +13,16 @@ import (
 // source gives the two decoding passes a fresh view of one file each. A
 // local file is rewound; a remote object is streamed from the response that
 // open got, then fetched again for the second pass, except Parquet, whose
-// reader needs random access: it is spooled to a temporary file once.
+// reader needs random access: it is spooled to a temporary file once. Every
+// fetch is pinned to the ETag the file was claimed with, so both passes read
+// the same content even when a supplier uploads the name again meanwhile
+// (the fetch then fails with Conflict, and the new upload is a file of its
+// own).
 type source struct {
 	bucket Bucket
 	ctx    context.Context
 	key    string
+	etag   string
 	size   int64
 	file   *os.File      // random-access copy, or the store's own file
 	spool  string        // the temporary file to remove, if any
@@ -27,8 +32,8 @@ type source struct {
 
 // open prepares the file of f for reading.
 func (p *Processor) open(ctx context.Context, f pipeline.InboxFile, format ingest.BulkFormat) (*source, error) {
-	s := &source{bucket: p.bucket, ctx: ctx, key: f.Key, size: f.Size}
-	rc, err := p.bucket.Get(ctx, f.Key)
+	s := &source{bucket: p.bucket, ctx: ctx, key: f.Key, etag: f.ETag, size: f.Size}
+	rc, err := p.bucket.GetIfMatch(ctx, f.Key, f.ETag)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", f.Key, err)
 	}
@@ -69,7 +74,7 @@ func (s *source) input(name string) (ingest.BulkInput, error) {
 		s.fresh = false
 		return ingest.BulkInput{Name: name, Body: s.remote, Size: s.size}, nil
 	}
-	rc, err := s.bucket.Get(s.ctx, s.key)
+	rc, err := s.bucket.GetIfMatch(s.ctx, s.key, s.etag)
 	if err != nil {
 		return ingest.BulkInput{}, fmt.Errorf("open %s: %w", s.key, err)
 	}

@@ -62,6 +62,7 @@ func TestContract(t *testing.T) {
 		{"RoundTrip", testRoundTrip},
 		{"OddValidKeys", testOddValidKeys},
 		{"OverwriteChangesETag", testOverwrite},
+		{"GetIfMatch", testGetIfMatch},
 		{"NotFound", testNotFound},
 		{"DeleteIdempotent", testDelete},
 		{"ListOrder", testListOrder},
@@ -673,5 +674,47 @@ func testFileDirConflict(t *testing.T, b objstore.Bucket, be backend) {
 	}
 	if got := string(get(t, b, "fd/d/x")); got != "in dir" {
 		t.Errorf("fd/d/x = %q", got)
+	}
+}
+
+// testGetIfMatch: a read pinned to the version a listing saw gets that
+// version, and fails with Conflict once the key holds another one, even of
+// the same size.
+func testGetIfMatch(t *testing.T, b objstore.Bucket, _ backend) {
+	ctx := ctxT(t)
+	put(t, b, "inbox/p1/a.csv", []byte("first"))
+	infos, err := b.List(ctx, "inbox/", "", 10)
+	if err != nil || len(infos) != 1 {
+		t.Fatalf("List = %v, %v", infos, err)
+	}
+	r, err := b.GetIfMatch(ctx, "inbox/p1/a.csv", infos[0].ETag)
+	if err != nil {
+		t.Fatalf("GetIfMatch of the listed version: %v", err)
+	}
+	data, err := io.ReadAll(r)
+	r.Close()
+	if err != nil || string(data) != "first" {
+		t.Errorf("read %q, %v", data, err)
+	}
+	// Same size: the directory store tells the versions apart by inode (a
+	// Put renames a new file over the old one).
+	put(t, b, "inbox/p1/a.csv", []byte("other"))
+	if r, err := b.GetIfMatch(ctx, "inbox/p1/a.csv", infos[0].ETag); pipeline.KindOf(err) != pipeline.Conflict {
+		if r != nil {
+			r.Close()
+		}
+		t.Errorf("GetIfMatch of a replaced version: %v, want conflict", err)
+	}
+	st, err := b.Stat(ctx, "inbox/p1/a.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = b.GetIfMatch(ctx, "inbox/p1/a.csv", st.ETag)
+	if err != nil {
+		t.Fatalf("GetIfMatch of the current version: %v", err)
+	}
+	r.Close()
+	if _, err := b.GetIfMatch(ctx, "inbox/p1/missing.csv", st.ETag); !objstore.IsNotFound(err) {
+		t.Errorf("GetIfMatch of a missing key: %v, want not found", err)
 	}
 }

@@ -183,6 +183,17 @@ func syncDir(dir string) {
 // Get opens the key's file. The result is an *os.File, so callers may use it
 // as an io.ReaderAt and Stat it for random access (e.g. zip archives).
 func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	return l.get(ctx, key, "")
+}
+
+// GetIfMatch opens the key's file if it is the version etag names. The check
+// is made on the opened file, so a rename onto the key right after it does
+// not change what is read.
+func (l *Local) GetIfMatch(ctx context.Context, key, etag string) (io.ReadCloser, error) {
+	return l.get(ctx, key, etag)
+}
+
+func (l *Local) get(ctx context.Context, key, etag string) (io.ReadCloser, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
@@ -204,6 +215,10 @@ func (l *Local) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if !info.Mode().IsRegular() {
 		f.Close()
 		return nil, notFound(key)
+	}
+	if etag != "" && objectInfo(key, info).ETag != etag {
+		f.Close()
+		return nil, changed(key)
 	}
 	return f, nil
 }

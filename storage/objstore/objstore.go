@@ -40,6 +40,12 @@ type Bucket interface {
 	// Get opens the object for reading; the caller closes it. A missing key
 	// fails here, not on the first Read.
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// GetIfMatch is Get pinned to one version: it opens the object only if
+	// its ETag (as Stat and List report it) is etag, and fails with a
+	// pipeline.Conflict error if the key holds another version by now. A
+	// reader that reads a file twice uses it to be sure both reads see the
+	// same content.
+	GetIfMatch(ctx context.Context, key, etag string) (io.ReadCloser, error)
 	// Stat describes the object without reading it.
 	Stat(ctx context.Context, key string) (ObjectInfo, error)
 	// List returns up to limit objects whose key starts with prefix and sorts
@@ -62,6 +68,11 @@ type Bucket interface {
 // callers need not import the pipeline error vocabulary for the common check.
 func IsNotFound(err error) bool {
 	return err != nil && pipeline.KindOf(err) == pipeline.NotFound
+}
+
+// changed is the error of GetIfMatch when the key holds another version.
+func changed(key string) error {
+	return pipeline.Errorf(pipeline.Conflict, "object %q changed: it is not the version asked for", key)
 }
 
 func notFound(key string) error {

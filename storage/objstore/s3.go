@@ -162,13 +162,29 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 // io.ReaderAt and io.Seeker and has a Stat method, for random access; ctx
 // stays in force for its reads.
 func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	return s.get(ctx, key, "")
+}
+
+// GetIfMatch sends If-Match with the GET, so the server itself refuses
+// another version (412 Precondition Failed).
+func (s *S3) GetIfMatch(ctx context.Context, key, etag string) (io.ReadCloser, error) {
+	return s.get(ctx, key, etag)
+}
+
+func (s *S3) get(ctx context.Context, key, etag string) (io.ReadCloser, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	obj, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	var opts minio.GetObjectOptions
+	if etag != "" {
+		if err := opts.SetMatchETag(etag); err != nil {
+			return nil, pipeline.Errorf(pipeline.Invalid, "etag %q: %v", etag, err)
+		}
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, key, opts)
 	if err != nil {
 		return nil, s.mapErr("get", key, err)
 	}
@@ -176,6 +192,9 @@ func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 		obj.Close()
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
+		}
+		if minio.ToErrorResponse(err).Code == "PreconditionFailed" {
+			return nil, changed(key)
 		}
 		return nil, s.mapErr("get", key, err)
 	}

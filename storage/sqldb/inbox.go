@@ -274,9 +274,10 @@ func (db *DB) OpenInboxFiles(ctx context.Context) ([]pipeline.InboxFile, error) 
 	return out, nil
 }
 
-// ReleaseInboxFile drops owner's fresh claim of a file that vanished from
-// the inbox before it was read: another process finished it between this
-// process's listing and its claim. Nothing was staged for the claim.
+// ReleaseInboxFile drops owner's fresh claim of a file whose claimed version
+// is gone before it was staged: another process finished it between this
+// process's listing and its claim, or a new upload replaced it. Nothing was
+// staged for the claim.
 func (db *DB) ReleaseInboxFile(ctx context.Context, id int64, owner string) error {
 	_, err := db.bun.NewDelete().Model((*inboxRow)(nil)).Where("id = ?", id).Where("owner = ?", owner).
 		Where("state = ?", string(pipeline.InboxProcessing)).Exec(ctx)
