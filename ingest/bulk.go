@@ -61,16 +61,14 @@ var acceptedExtensions = map[BulkKind]string{
 	BulkMetered:    ".json, .json.gz, .csv, .csv.gz, .parquet",
 	BulkProfiles:   ".json, .json.gz, .csv, .csv.gz",
 	BulkMasterData: ".json, .json.gz, .csv, .csv.gz",
-	BulkForecasts:  ".json, .json.gz",
+	BulkForecasts:  ".json, .json.gz, .csv, .csv.gz",
 }
 
 // bulkAccepts tells whether a kind can be given in a format.
 func bulkAccepts(kind BulkKind, f BulkFormat) bool {
 	switch f {
-	case FormatJSON:
+	case FormatJSON, FormatCSV:
 		return true
-	case FormatCSV:
-		return kind != BulkForecasts
 	case FormatParquet:
 		return kind == BulkMetered
 	}
@@ -99,7 +97,7 @@ func DetectFormat(kind BulkKind, name string) (format BulkFormat, gz bool, err e
 		format = FormatParquet
 	default:
 		return "", false, pipeline.Errorf(pipeline.Invalid,
-			"file %q: unknown extension; accepted are .json and .json.gz (all kinds), .csv and .csv.gz (metered-data, profiles, master-data), .parquet (metered-data); %s accepts %s",
+			"file %q: unknown extension; accepted are .json, .json.gz, .csv and .csv.gz (all kinds), .parquet (metered-data); %s accepts %s",
 			name, kind, acceptedExtensions[kind])
 	}
 	if !bulkAccepts(kind, format) {
@@ -122,7 +120,7 @@ type BulkOptions struct {
 	Rules            Rules            // as for the API decoders
 	BatchSize        int              // entries per emitted batch; 0 means 2000
 	MaxProblems      int              // problems kept (all are counted); 0 means 10000
-	MaxDocumentBytes int64            // master-data files (JSON, CSV) and forecast documents are read whole up to this size; 0 means 64 MiB
+	MaxDocumentBytes int64            // master-data and forecast files (JSON, CSV) are read whole up to this size; 0 means 64 MiB
 	Alloc            memory.Allocator // Parquet buffers; nil: memory.DefaultAllocator
 	// SkipHash leaves InputHash empty and saves its per-value work, for a
 	// second pass over a file whose hash the first pass computed.
@@ -185,6 +183,10 @@ const (
 	// ProblemCSVCells: a CSV row with more cells than the header, or too few
 	// for its key columns.
 	ProblemCSVCells = "csv_cell_count"
+	// ProblemCSVConflict: a forecast CSV row that contradicts an earlier
+	// one: another delivery_day (a file holds one forecast), or another
+	// control area for the same MaLo (its one malo_mapping entry).
+	ProblemCSVConflict = "csv_conflict"
 	// ProblemCSVSyntax: a quoting error or an over-long CSV row.
 	ProblemCSVSyntax = "csv_syntax"
 	// ProblemParquet: a file that is not readable Parquet.
@@ -309,6 +311,8 @@ func (r *bulkRun) decodeStream(in BulkInput) error {
 	switch {
 	case r.format == FormatCSV && r.kind == BulkMasterData:
 		return r.csvMasterData(body)
+	case r.format == FormatCSV && r.kind == BulkForecasts:
+		return r.csvForecast(body)
 	case r.format == FormatCSV:
 		return r.csvEntries(body)
 	case r.kind == BulkMetered || r.kind == BulkProfiles:

@@ -280,51 +280,61 @@ func (r *csvReader) tryQuoted() (line int, complete bool) {
 	return line, true
 }
 
-// csvHeader is the validated header line.
+// csvHeader is the validated header line of a file whose rows have key
+// columns and then quarter-hour values (metered data, profiles, forecasts).
 type csvHeader struct {
 	sep   byte
-	key   [3]int   // cell index of each key field, in the model's field order
+	key   []int    // cell index of each key field, in the model's field order
 	keys  []string // the key fields' names, in the model's field order
+	list  string   // the body's list whose items the rows are: "entries" or "series"
 	names []string // column names as given (trimmed)
 	width int
 }
 
 // column names the value column j (0-based) for problems.
 func (h *csvHeader) column(j int) string {
-	c := 3 + j
+	c := len(h.keys) + j
 	if c < len(h.names) && h.names[c] != "" {
 		return h.names[c]
 	}
 	return "column " + strconv.Itoa(c+1)
 }
 
-// csvKeys are the key columns of each kind, in the model's field order.
-var csvKeys = map[BulkKind][]string{
-	BulkMetered:  {"malo", "day", "unit"},
-	BulkProfiles: {"mga", "profile", "day"},
+// csvLayout is what a kind's rows hold before their values.
+type csvLayout struct {
+	keys    []string // the key columns, in the model's field order
+	list    string   // the body's list a row is an item of
+	example string   // a valid header, for the messages
 }
 
-// csvHeader reads and checks the header line of a metered-data or profile
-// file; ok is false when the file cannot be read further (the problem is
-// recorded, or cr.err is set).
+var csvLayouts = map[BulkKind]csvLayout{
+	BulkMetered:   {[]string{"malo", "day", "unit"}, "entries", "malo;day;unit;v1;v2;...;v96"},
+	BulkProfiles:  {[]string{"mga", "profile", "day"}, "entries", "mga;profile;day;v1;v2;...;v96"},
+	BulkForecasts: {fcColumns[:], "series", fcExample},
+}
+
+// countWords spell the numbers of key columns in the header's messages.
+var countWords = [...]string{3: "three", 5: "five"}
+
+// csvHeader reads and checks the header line of a metered-data, profile or
+// forecast file; ok is false when the file cannot be read further (the
+// problem is recorded, or cr.err is set).
 func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
-	keys := csvKeys[r.kind]
-	example := "malo;day;unit;v1;v2;...;v96"
-	if r.kind == BulkProfiles {
-		example = "mga;profile;day;v1;v2;...;v96"
-	}
+	layout := csvLayouts[r.kind]
+	keys, example := layout.keys, layout.example
 	names, ok := r.csvHeaderLine(cr, example)
 	if !ok {
 		return nil, false
 	}
-	h := &csvHeader{sep: cr.sep, keys: keys, width: len(names), names: names}
-	if len(h.names) < 4 {
+	n := len(keys)
+	h := &csvHeader{sep: cr.sep, key: make([]int, n), keys: keys, list: layout.list, width: len(names), names: names}
+	if len(h.names) <= n {
 		r.headerProblem("the header must have the columns %s (in any order) and then at least one value column, as in %s; it has %s",
 			strings.Join(keys, ", "), example, quoteNames(h.names))
 		return nil, false
 	}
-	found := [3]bool{}
-	for c := 0; c < 3; c++ {
+	found := make([]bool, n)
+	for c := 0; c < n; c++ {
 		k := -1
 		for i, key := range keys {
 			if strings.EqualFold(h.names[c], key) {
@@ -332,8 +342,8 @@ func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
 			}
 		}
 		if k < 0 || found[k] {
-			r.headerProblem("the first three columns of the header must be %s in any order, as in %s; column %d is %q",
-				strings.Join(keys, ", "), example, c+1, h.names[c])
+			r.headerProblem("the first %s columns of the header must be %s in any order, as in %s; column %d is %q",
+				countWords[n], strings.Join(keys, ", "), example, c+1, h.names[c])
 			return nil, false
 		}
 		found[k] = true
@@ -424,6 +434,22 @@ func quoteNames(names []string) string {
 
 // csvEntries decodes a metered-data or profile CSV file.
 func (r *bulkRun) csvEntries(src io.Reader) error {
+	return r.csvKeyed(src, func(h *csvHeader, cells [][]byte, index, line int) error {
+		switch {
+		case cells == nil:
+			return r.counted(0)
+		case r.kind == BulkMetered:
+			return r.csvMetered(h, cells, index, line)
+		}
+		return r.csvProfile(h, cells, index, line)
+	})
+}
+
+// csvKeyed reads a file of key columns and then values: the header, then
+// each row, which it hands to row with its 0-based index. A row too short
+// for the key columns is reported here and, like a row that cannot be read
+// (see csvRows), handed to row with nil cells, so that row can count it.
+func (r *bulkRun) csvKeyed(src io.Reader, row func(h *csvHeader, cells [][]byte, index, line int) error) error {
 	cr := newCSVReader(src)
 	h, ok := r.csvHeader(cr)
 	if !ok {
@@ -432,20 +458,15 @@ func (r *bulkRun) csvEntries(src io.Reader) error {
 		}
 		return nil
 	}
-	entryLoc := func(index int) []any { return []any{"body", "entries", index} }
-	return r.csvRows(cr, h.width, "entries", entryLoc, func(cells [][]byte, index, line int) error {
-		switch {
-		case cells == nil:
-			return r.counted(0)
-		case len(cells) < 3:
-			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: entryLoc(index),
+	rowLoc := func(index int) []any { return []any{"body", h.list, index} }
+	return r.csvRows(cr, h.width, h.list, rowLoc, func(cells [][]byte, index, line int) error {
+		if cells != nil && len(cells) < len(h.keys) {
+			r.add(FileProblem{Line: line, Type: ProblemCSVCells, Loc: rowLoc(index),
 				Msg: fmt.Sprintf("line %d has %s; a row needs at least the columns %s, then its values",
 					line, plural(len(cells), "cell"), strings.Join(h.keys, ", "))})
-			return r.counted(0)
-		case r.kind == BulkMetered:
-			return r.csvMetered(h, cells, index, line)
+			cells = nil
 		}
-		return r.csvProfile(h, cells, index, line)
+		return row(h, cells, index, line)
 	})
 }
 
@@ -492,6 +513,25 @@ func (r *bulkRun) csvRows(cr *csvReader, width int, list string, rowLoc func(ind
 			Input: []any{}, Ctx: map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0}})
 	}
 	return nil
+}
+
+// csvWhole reads a CSV file that is validated whole (master data, a
+// forecast) through rows, at most MaxDocumentBytes of it. whole is false when
+// the file is over the limit: its one problem is then file_too_large.
+func (r *bulkRun) csvWhole(src io.Reader, rows func(io.Reader) error) (whole bool, err error) {
+	lim := &io.LimitedReader{R: src, N: r.opt.MaxDocumentBytes + 1}
+	if err := rows(lim); err != nil {
+		return false, err
+	}
+	if lim.N > 0 {
+		return true, nil
+	}
+	// The problems of the rows read so far are dropped: a file over the
+	// limit gets the one answer a JSON document over it gets.
+	r.problems, r.count, r.held = r.problems[:0], 0, nil
+	r.res.Entries, r.res.Values = 0, 0
+	r.tooLarge()
+	return false, nil
 }
 
 // emptyFrom tells whether the cells from i on are all empty: empty cells
@@ -644,8 +684,9 @@ func (r *bulkRun) csvValues(h *csvHeader, cells [][]byte, index, line int, field
 	text := r.text[:0]
 	hashing := !r.failed() && r.hash != nil
 	// The values themselves are only needed for the batches; the
-	// validation pass checks them and hashes their text.
-	need := r.emit != nil
+	// validation pass checks them and hashes their text. A forecast is
+	// checked and hashed whole, from its values.
+	need := r.emit != nil || r.kind == BulkForecasts
 	ok := true
 	for j := 0; j < n; j++ {
 		cell := cells[j]
@@ -677,7 +718,7 @@ func (r *bulkRun) csvValues(h *csvHeader, cells [][]byte, index, line int, field
 
 // csvValueProblem reports a value cell that is not a valid quantity.
 func (r *bulkRun) csvValueProblem(h *csvHeader, cell []byte, f float64, parsed bool, index, line int, field string, j int) {
-	loc := fieldLoc(index, field).index(j)
+	loc := bodyPath().at(h.list).index(index).at(field).index(j)
 	switch {
 	case len(cell) == 0:
 		r.c.fail(loc, "missing", "Field required: the value cell is empty, but later cells of the row hold values (only trailing cells may be empty)",

@@ -135,18 +135,13 @@ type mdFile struct {
 
 // csvMasterData decodes a master-data CSV file.
 func (r *bulkRun) csvMasterData(src io.Reader) error {
-	lim := &io.LimitedReader{R: src, N: r.opt.MaxDocumentBytes + 1}
-	m, err := r.mdRows(lim)
-	if err != nil {
+	var m *mdFile
+	whole, err := r.csvWhole(src, func(src io.Reader) (err error) {
+		m, err = r.mdRows(src)
 		return err
-	}
-	if lim.N == 0 {
-		// The problems of the rows read so far are dropped: a file over the
-		// limit gets the one answer a JSON document over it gets.
-		r.problems, r.count, r.held = r.problems[:0], 0, nil
-		r.res.Entries = 0
-		r.tooLarge()
-		return nil
+	})
+	if err != nil || !whole {
+		return err
 	}
 	if m == nil || r.failed() {
 		return nil // as the API, business rules only for a schema-valid body

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -50,19 +51,33 @@ func (c *checker) seriesModel(loc path, n *node) (pipeline.Series, bool) {
 	if !c.model(loc, n, "Series") {
 		return s, false
 	}
-	ok := text(c, n, loc, "control_area", optional, anyText, &s.ControlArea)
-	ok = text(c, n, loc, "malo", optional, maloRule, &s.Malo) && ok
-	ok = choice(c, n, loc, "kind", required, seriesKinds, &s.Kind) && ok
-	ok = choice(c, n, loc, "unit", defaulted, forecastUnits, &s.Unit) && ok
+	ok := c.seriesKeys(n, loc, &s)
 	ok = c.quantities(n, loc, "values", &s.Values) && ok
 	if !ok {
 		return s, false // pydantic runs a model validator only on valid fields
 	}
+	return s, c.seriesRule(loc, n)
+}
+
+// seriesKeys validates the fields of a Series before its values. It is
+// apart from seriesModel because a forecast CSV file has its values checked
+// as CSV cells, between these fields and the model validator.
+func (c *checker) seriesKeys(n *node, loc path, s *pipeline.Series) bool {
+	ok := text(c, n, loc, "control_area", optional, anyText, &s.ControlArea)
+	ok = text(c, n, loc, "malo", optional, maloRule, &s.Malo) && ok
+	ok = choice(c, n, loc, "kind", required, seriesKinds, &s.Kind) && ok
+	ok = choice(c, n, loc, "unit", defaulted, forecastUnits, &s.Unit) && ok
+	return ok
+}
+
+// seriesRule is the model validator of a Series, run when its fields are
+// valid.
+func (c *checker) seriesRule(loc path, n *node) bool {
 	if n.present("control_area") == n.present("malo") {
 		c.valueError(loc, n, "exactly one of control_area or malo must be set")
-		return s, false
+		return false
 	}
-	return s, true
+	return true
 }
 
 // maloMapping validates dict[Malo, str] into dst.
@@ -99,18 +114,29 @@ func (c *checker) maloMapping(obj *node, loc path, name string, dst map[string]p
 // count, active control areas, mapping coverage, duplicates.
 func forecastRules(f *pipeline.Forecast, r Rules) error {
 	var out findings
+	forecastFindings(f, r, func(_ int, _, _, msg string) { out.addf("%s", msg) })
+	return out.err()
+}
+
+// forecastFindings applies the business rules of a forecast in the API's
+// order and reports each broken one with what it is about: the series
+// (index >= 0), or else the malo_mapping entry of malo; field is the field
+// of that series or entry that breaks the rule ("values", "control_area",
+// "malo_mapping"; "" for a duplicate, which no single field makes). A bulk
+// file can so point at the row and column as well as give the API's message.
+func forecastFindings(f *pipeline.Forecast, r Rules, report func(series int, malo, field, msg string)) {
 	day := f.DeliveryDay
 	want := day.Intervals()
 	for i, s := range f.Series {
 		if len(s.Values) != want {
-			out.addf("series[%d] has %d intervals, expected %d for %s", i, len(s.Values), want, day)
+			report(i, "", "values", fmt.Sprintf("series[%d] has %d intervals, expected %d for %s", i, len(s.Values), want, day))
 		}
 		if s.Malo == "" {
 			if !r.Active.Has(string(s.ControlArea)) {
-				out.addf("series[%d]: control area %s is not in the active set", i, s.ControlArea)
+				report(i, "", "control_area", fmt.Sprintf("series[%d]: control area %s is not in the active set", i, s.ControlArea))
 			}
 		} else if _, ok := f.MaloMapping[s.Malo]; !ok {
-			out.addf("series[%d]: no malo_mapping entry for MaLo '%s'", i, s.Malo)
+			report(i, "", "malo_mapping", fmt.Sprintf("series[%d]: no malo_mapping entry for MaLo '%s'", i, s.Malo))
 		}
 	}
 	malos := make([]string, 0, len(f.MaloMapping))
@@ -120,7 +146,7 @@ func forecastRules(f *pipeline.Forecast, r Rules) error {
 	sort.Strings(malos)
 	for _, m := range malos {
 		if area := f.MaloMapping[m]; !r.Active.Has(string(area)) {
-			out.addf("malo_mapping['%s']: control area %s is not in the active set", m, area)
+			report(-1, m, "control_area", fmt.Sprintf("malo_mapping['%s']: control area %s is not in the active set", m, area))
 		}
 	}
 	type key struct {
@@ -135,10 +161,9 @@ func forecastRules(f *pipeline.Forecast, r Rules) error {
 			k.tag = s.Malo
 		}
 		if j, dup := first[k]; dup {
-			out.addf("series[%d]: duplicate of series[%d] (%s, %s)", i, j, k.tag, s.Kind)
+			report(i, "", "", fmt.Sprintf("series[%d]: duplicate of series[%d] (%s, %s)", i, j, k.tag, s.Kind))
 		} else {
 			first[k] = i
 		}
 	}
-	return out.err()
 }
