@@ -298,14 +298,7 @@ func fcLine(day, area, malo, kind, unit string, n int) string {
 // TestBulkForecastCSVProblems: each kind of problem with its line, column,
 // type, loc, message and input.
 func TestBulkForecastCSVProblems(t *testing.T) {
-	type want struct {
-		line   int
-		column string
-		typ    string
-		loc    string
-		msg    string
-		input  string // JSON; not compared when empty
-	}
+	type want = wantProblem
 	onlyTenneT := Rules{Active: pipeline.NewAreaSet(pipeline.TenneT)}
 	header96 := "delivery_day;control_area;malo;kind;unit" + strings.Repeat(";v", 96)
 	keys := "delivery_day, control_area, malo, kind, unit"
@@ -440,33 +433,7 @@ func TestBulkForecastCSVProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, name := range []string{"f.csv", "f.csv.gz"} {
-				data := []byte(tt.file)
-				if strings.HasSuffix(name, ".gz") {
-					data = gzipped(data)
-				}
-				emitted := 0
-				res, err := decode(BulkForecasts, name, data, BulkOptions{Rules: tt.rules}, func(BulkBatch) error { emitted++; return nil })
-				fe := fileError(t, res, err)
-				if emitted != 0 {
-					t.Errorf("%s: %d batches emitted", name, emitted)
-				}
-				if len(fe.Problems) != len(tt.want) || fe.Count != len(tt.want) {
-					t.Fatalf("%s: %d problems, want %d:\n%s", name, len(fe.Problems), len(tt.want), problemJSON(t, fe.Problems))
-				}
-				for i, w := range tt.want {
-					p := fe.Problems[i]
-					if p.Line != w.line || p.Column != w.column || p.Type != w.typ || dotted(p.Loc) != w.loc || p.Msg != w.msg {
-						t.Errorf("%s: problem %d:\n got  %d %q %s %s %q\n want %d %q %s %s %q",
-							name, i, p.Line, p.Column, p.Type, dotted(p.Loc), p.Msg, w.line, w.column, w.typ, w.loc, w.msg)
-					}
-					if w.input != "" {
-						if got := mustJSON(t, p.Input); got != normJSON(t, w.input) {
-							t.Errorf("%s: problem %d: input %s, want %s", name, i, got, w.input)
-						}
-					}
-				}
-			}
+			assertWholeFileProblems(t, BulkForecasts, "f", tt.file, tt.rules, tt.want)
 		})
 	}
 }

@@ -231,14 +231,7 @@ var mdHeaderLine = strings.Join(mdColumns[:], ";")
 // TestBulkMasterDataCSVProblems: each kind of problem with its line,
 // column, type, loc and message.
 func TestBulkMasterDataCSVProblems(t *testing.T) {
-	type want struct {
-		line   int
-		column string
-		typ    string
-		loc    string
-		msg    string
-		input  string // JSON; not compared when empty
-	}
+	type want = wantProblem
 	onlyTenneT := Rules{Active: pipeline.NewAreaSet(pipeline.TenneT)}
 	allColumns := "malo, valid_from, valid_to, active, control_area, mga, metering_type, profile, annual_consumption_kwh, kind, dso_mp_id"
 	tests := []struct {
@@ -335,33 +328,7 @@ func TestBulkMasterDataCSVProblems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			for _, name := range []string{"m.csv", "m.csv.gz"} {
-				data := []byte(tt.file)
-				if strings.HasSuffix(name, ".gz") {
-					data = gzipped(data)
-				}
-				emitted := 0
-				res, err := decode(BulkMasterData, name, data, BulkOptions{Rules: tt.rules}, func(BulkBatch) error { emitted++; return nil })
-				fe := fileError(t, res, err)
-				if emitted != 0 {
-					t.Errorf("%s: %d batches emitted", name, emitted)
-				}
-				if len(fe.Problems) != len(tt.want) || fe.Count != len(tt.want) {
-					t.Fatalf("%s: %d problems, want %d:\n%s", name, len(fe.Problems), len(tt.want), problemJSON(t, fe.Problems))
-				}
-				for i, w := range tt.want {
-					p := fe.Problems[i]
-					if p.Line != w.line || p.Column != w.column || p.Type != w.typ || dotted(p.Loc) != w.loc || p.Msg != w.msg {
-						t.Errorf("%s: problem %d:\n got  %d %q %s %s %q\n want %d %q %s %s %q",
-							name, i, p.Line, p.Column, p.Type, dotted(p.Loc), p.Msg, w.line, w.column, w.typ, w.loc, w.msg)
-					}
-					if w.input != "" {
-						if got := mustJSON(t, p.Input); got != normJSON(t, w.input) {
-							t.Errorf("%s: problem %d: input %s, want %s", name, i, got, w.input)
-						}
-					}
-				}
-			}
+			assertWholeFileProblems(t, BulkMasterData, "m", tt.file, tt.rules, tt.want)
 		})
 	}
 }
@@ -513,5 +480,50 @@ func TestStreamHashLocations(t *testing.T) {
 	}
 	if got := h.sum(); got != sub.InputHash {
 		t.Errorf("%s, want %s", got, sub.InputHash)
+	}
+}
+
+// wantProblem is one expected problem of a whole-document CSV file; input
+// is JSON and not compared when empty.
+type wantProblem struct {
+	line   int
+	column string
+	typ    string
+	loc    string
+	msg    string
+	input  string
+}
+
+// assertWholeFileProblems decodes file as base.csv and base.csv.gz and
+// checks that both yield exactly the wanted problems, in order, and emit
+// nothing.
+func assertWholeFileProblems(t *testing.T, kind BulkKind, base, file string, rules Rules, wants []wantProblem) {
+	t.Helper()
+	for _, name := range []string{base + ".csv", base + ".csv.gz"} {
+		data := []byte(file)
+		if strings.HasSuffix(name, ".gz") {
+			data = gzipped(data)
+		}
+		emitted := 0
+		res, err := decode(kind, name, data, BulkOptions{Rules: rules}, func(BulkBatch) error { emitted++; return nil })
+		fe := fileError(t, res, err)
+		if emitted != 0 {
+			t.Errorf("%s: %d batches emitted", name, emitted)
+		}
+		if len(fe.Problems) != len(wants) || fe.Count != len(wants) {
+			t.Fatalf("%s: %d problems, want %d:\n%s", name, len(fe.Problems), len(wants), problemJSON(t, fe.Problems))
+		}
+		for i, w := range wants {
+			p := fe.Problems[i]
+			if p.Line != w.line || p.Column != w.column || p.Type != w.typ || dotted(p.Loc) != w.loc || p.Msg != w.msg {
+				t.Errorf("%s: problem %d:\n got  %d %q %s %s %q\n want %d %q %s %s %q",
+					name, i, p.Line, p.Column, p.Type, dotted(p.Loc), p.Msg, w.line, w.column, w.typ, w.loc, w.msg)
+			}
+			if w.input != "" {
+				if got := mustJSON(t, p.Input); got != normJSON(t, w.input) {
+					t.Errorf("%s: problem %d: input %s, want %s", name, i, got, w.input)
+				}
+			}
+		}
 	}
 }
