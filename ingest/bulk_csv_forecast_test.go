@@ -66,29 +66,8 @@ func fcCSV(rows []fcTestRow, st fcStyle) []byte {
 	if order == nil {
 		order = []int{0, 1, 2, 3, 4}
 	}
-	eol := "\n"
-	if st.crlf {
-		eol = "\r\n"
-	}
-	cell := func(s string) string {
-		if st.quoteAll || strings.ContainsAny(s, string(st.sep)+"\"\n") {
-			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-		}
-		return s
-	}
-	var b bytes.Buffer
-	if st.bom {
-		b.WriteString("\ufeff")
-	}
-	line := func(cells []string) {
-		for i, c := range cells {
-			if i > 0 {
-				b.WriteByte(st.sep)
-			}
-			b.WriteString(cell(c))
-		}
-		b.WriteString(eol)
-	}
+	w := newTestCSV(st.sep, st.bom, st.crlf, st.quoteAll)
+	b, line := &w.b, func(cells []string) { w.line(cells, "") }
 	var header []string
 	for _, k := range order {
 		name := fcColumns[k]

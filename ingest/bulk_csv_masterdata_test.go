@@ -47,36 +47,19 @@ func mdCSV(rows []mdRow, st mdStyle) []byte {
 			cols = append(cols, f)
 		}
 	}
-	eol := "\n"
-	if st.crlf {
-		eol = "\r\n"
-	}
-	cell := func(s string) string {
-		if st.quoteAll || strings.ContainsAny(s, string(st.sep)+"\"\n") {
-			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-		}
-		return s
-	}
-	var b bytes.Buffer
-	if st.bom {
-		b.WriteString("\ufeff")
-	}
+	w := newTestCSV(st.sep, st.bom, st.crlf, st.quoteAll)
+	b := &w.b
 	line := func(cells []string) {
 		if st.short {
 			for len(cells) > 0 && cells[len(cells)-1] == "" {
 				cells = cells[:len(cells)-1]
 			}
 		}
-		for i, c := range cells {
-			if i > 0 {
-				b.WriteByte(st.sep)
-			}
-			b.WriteString(cell(c))
-		}
+		tail := ""
 		if st.trailing {
-			b.WriteString(string(st.sep) + string(st.sep))
+			tail = string(st.sep) + string(st.sep)
 		}
-		b.WriteString(eol)
+		w.line(cells, tail)
 	}
 	var names []string
 	for _, f := range cols {
@@ -526,4 +509,39 @@ func assertWholeFileProblems(t *testing.T, kind BulkKind, base, file string, rul
 			}
 		}
 	}
+}
+
+// testCSV writes test files in one CSV dialect. Cells holding the
+// separator, a quote or a line break are quoted; quoteAll quotes every cell.
+type testCSV struct {
+	b        bytes.Buffer
+	sep      byte
+	eol      string
+	quoteAll bool
+}
+
+func newTestCSV(sep byte, bom, crlf, quoteAll bool) *testCSV {
+	w := &testCSV{sep: sep, eol: "\n", quoteAll: quoteAll}
+	if crlf {
+		w.eol = "\r\n"
+	}
+	if bom {
+		w.b.WriteString("\ufeff")
+	}
+	return w
+}
+
+// line writes one row, then tail (raw text such as extra separators), then
+// the line end.
+func (w *testCSV) line(cells []string, tail string) {
+	for i, c := range cells {
+		if i > 0 {
+			w.b.WriteByte(w.sep)
+		}
+		if w.quoteAll || strings.ContainsAny(c, string(w.sep)+"\"\n") {
+			c = `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
+		}
+		w.b.WriteString(c)
+	}
+	w.b.WriteString(tail + w.eol)
 }
