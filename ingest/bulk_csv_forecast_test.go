@@ -2,9 +2,6 @@ package ingest
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -68,14 +65,7 @@ func fcCSV(rows []fcTestRow, st fcStyle) []byte {
 	}
 	w := newTestCSV(st.sep, st.bom, st.crlf, st.quoteAll)
 	b, line := &w.b, func(cells []string) { w.line(cells, "") }
-	var header []string
-	for _, k := range order {
-		name := fcColumns[k]
-		if st.names != nil {
-			name = st.names(name)
-		}
-		header = append(header, name)
-	}
+	header := headerNames(fcColumns[:], order, st.names)
 	for j := 1; j <= width; j++ {
 		header = append(header, "v"+strconv.Itoa(j))
 	}
@@ -212,16 +202,9 @@ func TestBulkForecastCSVSameContent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data := fcCSV(tt.rows, tt.st)
-			if strings.HasSuffix(tt.name, ".gz") {
-				data = gzipped(data)
-			}
 			// The API's answer for the JSON body of the same rows.
 			body := fcJSON(t, tt.rows)
-			api, err := DecodeForecast(body, allAreas)
-			if err != nil {
-				t.Fatalf("API: %v\n%s", err, body)
-			}
+			api := apiAccepts(t, DecodeForecast, body)
 			if tt.api != "" && api.InputHash != samples[tt.api].InputHash {
 				t.Fatalf("the JSON of the rows is not testdata/forecast_%s.json", tt.api)
 			}
@@ -229,37 +212,11 @@ func TestBulkForecastCSVSameContent(t *testing.T) {
 			for _, s := range api.Forecast.Series {
 				values += int64(len(s.Values))
 			}
-			res, err := decode(BulkForecasts, tt.name, data, BulkOptions{Rules: allAreas}, nil)
-			if err != nil {
-				t.Fatalf("validation pass: %v\n%s", err, data)
-			}
-			if res.InputHash != api.InputHash || res.Entries != 1 || res.Values != values || res.Format != FormatCSV || res.ValidateOnly {
-				t.Errorf("result %+v, API hash %s, %d values", res, api.InputHash, values)
-			}
-			// The JSON file of the body answers the same.
-			if jres, err := decode(BulkForecasts, "f.json", body, BulkOptions{Rules: allAreas}, nil); err != nil || jres.InputHash != res.InputHash {
-				t.Errorf("JSON file: %v %s", err, jres.InputHash)
-			}
-			// The staging pass emits the API's forecast and canonical JSON
-			// in one batch, with or without the hash.
-			for _, skip := range []bool{false, true} {
-				var batches []BulkBatch
-				res2, err := decode(BulkForecasts, tt.name, data, BulkOptions{Rules: allAreas, SkipHash: skip}, func(b BulkBatch) error {
-					batches = append(batches, b)
-					return nil
-				})
-				if err != nil || len(batches) != 1 || !reflect.DeepEqual(*batches[0].Forecast, api.Forecast) || !bytes.Equal(batches[0].Canonical, api.Canonical) {
-					t.Fatalf("staging pass (skip hash %v): %v, %d batches", skip, err, len(batches))
-				}
-				if want := map[bool]string{false: api.InputHash, true: ""}[skip]; res2.InputHash != want {
-					t.Errorf("staging pass (skip hash %v): hash %q", skip, res2.InputHash)
-				}
-			}
-			withTinyBuffers(t, func() {
-				res3, err := decodeOneByte(BulkForecasts, tt.name, data, BulkOptions{Rules: allAreas}, nil)
-				if err != nil || !reflect.DeepEqual(res3, res) {
-					t.Errorf("tiny buffers: %v %+v", err, res3)
-				}
+			assertCSVAnswersLikeJSON(t, BulkForecasts, tt.name, fcCSV(tt.rows, tt.st), "f.json", body, apiAnswer{
+				hash: api.InputHash, entries: 1, values: values,
+				isBatch: func(b BulkBatch) bool {
+					return reflect.DeepEqual(*b.Forecast, api.Forecast) && bytes.Equal(b.Canonical, api.Canonical)
+				},
 			})
 		})
 	}
@@ -451,60 +408,27 @@ func TestBulkForecastCSVProblemsAreTheAPIs(t *testing.T) {
 	for name, rows := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, apiErr := DecodeForecast(fcJSON(t, rows), rules)
-			var api []FileProblem
-			var se *SchemaError
-			var be *BusinessError
-			if errors.As(apiErr, &se) {
-				for _, p := range se.Problems {
-					if p.Loc[1] == "malo_mapping" && p.Loc[len(p.Loc)-1] == "[key]" {
-						continue // reported at the series
-					}
-					api = append(api, fileProblem(p))
-				}
-			} else if errors.As(apiErr, &be) {
-				for _, m := range be.Messages {
-					api = append(api, FileProblem{Type: ProblemBusiness, Msg: m})
-				}
-			} else {
-				t.Fatalf("API: %v", apiErr)
-			}
-			for _, st := range []fcStyle{{sep: ';', decimalComma: true, width: 100}, {sep: ',', short: true, width: 100}} {
-				res, err := decode(BulkForecasts, "f.csv", fcCSV(rows, st), BulkOptions{Rules: rules}, nil)
-				fe := fileError(t, res, err)
-				if len(fe.Problems) != len(api) {
-					t.Fatalf("%d problems, API %d:\n%s\nAPI:\n%s", len(fe.Problems), len(api), problemJSON(t, fe.Problems), problemJSON(t, api))
-				}
-				for i, p := range fe.Problems {
-					w := api[i]
-					if p.Type == ProblemBusiness {
-						// The API's business answer has no loc; the file's
-						// points at the series or the mapping entry.
-						w.Loc = p.Loc
-					}
-					line, loc := p.Line, p.Loc
-					p.Line, p.Column = 0, ""
-					if mustJSON(t, p) != mustJSON(t, w) {
-						t.Errorf("problem %d:\n got  %s\n want %s", i, mustJSON(t, p), mustJSON(t, w))
-					}
-					// The line is the row of the series the loc names, the
-					// first row for the delivery day, and the first row of
-					// the MaLo with a control area for its mapping entry.
-					want := 2
-					switch loc[1] {
-					case "series":
-						want = loc[2].(int) + 2
-					case "malo_mapping":
-						for k, r := range rows {
-							if r.keys[fcMalo] == loc[2] && r.keys[fcControlArea] != "" {
-								want = k + 2
-								break
-							}
+			api := apiProblems(t, apiErr, func(p Problem) bool {
+				return p.Loc[1] == "malo_mapping" && p.Loc[len(p.Loc)-1] == "[key]" // reported at the series
+			})
+			// The line is the row of the series the loc names, the first row
+			// for the delivery day, and the first row of the MaLo with a
+			// control area for its mapping entry.
+			lineOf := func(loc []any) int {
+				switch loc[1] {
+				case "series":
+					return loc[2].(int) + 2
+				case "malo_mapping":
+					for k, r := range rows {
+						if r.keys[fcMalo] == loc[2] && r.keys[fcControlArea] != "" {
+							return k + 2
 						}
 					}
-					if line != want {
-						t.Errorf("problem %d (%s): line %d, want %d", i, dotted(loc), line, want)
-					}
 				}
+				return 2
+			}
+			for _, st := range []fcStyle{{sep: ';', decimalComma: true, width: 100}, {sep: ',', short: true, width: 100}} {
+				assertProblemsAreTheAPIs(t, BulkForecasts, "f.csv", fcCSV(rows, st), rules, api, lineOf)
 			}
 		})
 	}
@@ -538,24 +462,8 @@ func TestBulkForecastCSVTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := fcCSV(fcRowsOf(sub.Forecast, true), fcStyle{sep: ';'})
-	header := bytes.IndexByte(data, '\n') + 1
-	bad := append(append([]byte(nil), data[:header]...), "x;TenneT;;production;MW;1\n"...)
-	bad = append(bad, data[header:]...)
-	for _, file := range [][]byte{data, bad, gzipped(bad)} {
-		name := "f.csv"
-		if file[0] == 0x1f {
-			name = "f.csv.gz"
-		}
-		res, err := decode(BulkForecasts, name, file, BulkOptions{Rules: allAreas, MaxDocumentBytes: int64(len(data) - 1)}, nil)
-		fe := fileError(t, res, err)
-		if len(fe.Problems) != 1 || fe.Count != 1 || fe.Problems[0].Type != ProblemFileTooLarge || res.Entries != 0 || res.Values != 0 ||
-			fe.Problems[0].Msg != fmt.Sprintf("file too large: a forecasts CSV document is read whole and may have at most %d bytes (after decompression)", len(data)-1) {
-			t.Errorf("%s: %+v\n%s", name, res, problemJSON(t, fe.Problems))
-		}
-	}
-	// Exactly at the limit is fine.
-	if res, err := decode(BulkForecasts, "f.csv", data, BulkOptions{Rules: allAreas, MaxDocumentBytes: int64(len(data))}, nil); err != nil || res.InputHash != sub.InputHash {
-		t.Error(err)
+	if res := assertTooLarge(t, BulkForecasts, "f", "forecasts", data, "x;TenneT;;production;MW;1\n"); res.InputHash != sub.InputHash {
+		t.Errorf("at the limit: hash %q, want %s", res.InputHash, sub.InputHash)
 	}
 }
 
@@ -566,16 +474,5 @@ func TestBulkForecastCSVEmitAndContext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := fcCSV(fcRowsOf(sub.Forecast, true), fcStyle{sep: ','})
-	_, err = decode(BulkForecasts, "f.csv", data, BulkOptions{Rules: allAreas}, func(BulkBatch) error { return errBoom })
-	var fe *FileError
-	if !errors.Is(err, errBoom) || errors.As(err, &fe) {
-		t.Errorf("emit error: %v", err)
-	}
-	// Cancelled while the rows are read.
-	ctx, cancel := context.WithCancel(context.Background())
-	in := BulkInput{Name: "f.csv", Body: &cancelReader{r: bytes.NewReader(data), n: 1, cancel: cancel}}
-	if _, err := DecodeBulk(ctx, BulkForecasts, in, BulkOptions{Rules: allAreas, BatchSize: 1}, nil); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: %v", err)
-	}
+	assertEmitAndContext(t, BulkForecasts, "f.csv", fcCSV(fcRowsOf(sub.Forecast, true), fcStyle{sep: ','}))
 }

@@ -1,11 +1,7 @@
 package ingest
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -61,15 +57,7 @@ func mdCSV(rows []mdRow, st mdStyle) []byte {
 		}
 		w.line(cells, tail)
 	}
-	var names []string
-	for _, f := range cols {
-		name := mdColumns[f]
-		if st.names != nil {
-			name = st.names(name)
-		}
-		names = append(names, name)
-	}
-	line(names)
+	line(headerNames(mdColumns[:], cols, st.names))
 	for _, r := range rows {
 		var cells []string
 		for _, f := range cols {
@@ -159,50 +147,15 @@ func TestBulkMasterDataCSVSameContent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data := mdCSV(tt.rows, tt.st)
-			if strings.HasSuffix(tt.name, ".gz") {
-				data = gzipped(data)
-			}
 			// The API's answer for the JSON body of the same rows.
 			body := mdJSON(t, tt.rows)
-			api, err := DecodeMasterData(body, allAreas)
-			if err != nil {
-				t.Fatalf("API: %v\n%s", err, body)
-			}
+			api := apiAccepts(t, DecodeMasterData, body)
 			if tt.rows[0] == mdSample[0] && api.InputHash != sample.InputHash {
 				t.Fatalf("the JSON of mdSample is not testdata/masterdata.json")
 			}
-			res, err := decode(BulkMasterData, tt.name, data, BulkOptions{Rules: allAreas}, nil)
-			if err != nil {
-				t.Fatalf("validation pass: %v\n%s", err, data)
-			}
-			if res.InputHash != api.InputHash || res.Entries != len(api.Locations) || res.Format != FormatCSV || res.Values != 0 || res.ValidateOnly {
-				t.Errorf("result %+v, API hash %s", res, api.InputHash)
-			}
-			// The JSON file of the body answers the same.
-			if jres, err := decode(BulkMasterData, "m.json", body, BulkOptions{Rules: allAreas}, nil); err != nil || jres.InputHash != res.InputHash {
-				t.Errorf("JSON file: %v %s", err, jres.InputHash)
-			}
-			// The staging pass emits the API's locations in one batch, with
-			// or without the hash.
-			for _, skip := range []bool{false, true} {
-				var batches []BulkBatch
-				res2, err := decode(BulkMasterData, tt.name, data, BulkOptions{Rules: allAreas, SkipHash: skip}, func(b BulkBatch) error {
-					batches = append(batches, b)
-					return nil
-				})
-				if err != nil || len(batches) != 1 || !reflect.DeepEqual(batches[0].Locations, api.Locations) {
-					t.Fatalf("staging pass (skip hash %v): %v, %d batches", skip, err, len(batches))
-				}
-				if want := map[bool]string{false: api.InputHash, true: ""}[skip]; res2.InputHash != want {
-					t.Errorf("staging pass (skip hash %v): hash %q", skip, res2.InputHash)
-				}
-			}
-			withTinyBuffers(t, func() {
-				res3, err := decodeOneByte(BulkMasterData, tt.name, data, BulkOptions{Rules: allAreas}, nil)
-				if err != nil || !reflect.DeepEqual(res3, res) {
-					t.Errorf("tiny buffers: %v %+v", err, res3)
-				}
+			assertCSVAnswersLikeJSON(t, BulkMasterData, tt.name, mdCSV(tt.rows, tt.st), "m.json", body, apiAnswer{
+				hash: api.InputHash, entries: len(api.Locations),
+				isBatch: func(b BulkBatch) bool { return reflect.DeepEqual(b.Locations, api.Locations) },
 			})
 		})
 	}
@@ -341,47 +294,17 @@ func TestBulkMasterDataCSVProblemsAreTheAPIs(t *testing.T) {
 	for name, rows := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, apiErr := DecodeMasterData(mdJSON(t, rows), rules)
-			var api []FileProblem
-			var se *SchemaError
-			var be *BusinessError
-			if errors.As(apiErr, &se) {
-				for _, p := range se.Problems {
-					api = append(api, fileProblem(p))
-				}
-			} else if errors.As(apiErr, &be) {
-				for _, m := range be.Messages {
-					api = append(api, FileProblem{Type: ProblemBusiness, Msg: m})
-				}
-			} else {
-				t.Fatalf("API: %v", apiErr)
-			}
-			res, err := decode(BulkMasterData, "m.csv", mdCSV(rows, mdStyle{sep: ';', decimalComma: true}), BulkOptions{Rules: rules}, nil)
-			fe := fileError(t, res, err)
-			if len(fe.Problems) != len(api) {
-				t.Fatalf("%d problems, API %d:\n%s\nAPI:\n%s", len(fe.Problems), len(api), problemJSON(t, fe.Problems), problemJSON(t, api))
-			}
-			for i, p := range fe.Problems {
-				w := api[i]
-				if p.Type == ProblemBusiness {
-					// The API's business answer has no loc; the file's points
-					// at the slice.
-					w.Loc = p.Loc
-				}
-				line, loc := p.Line, p.Loc
-				p.Line, p.Column = 0, ""
-				if mustJSON(t, p) != mustJSON(t, w) {
-					t.Errorf("problem %d:\n got  %s\n want %s", i, mustJSON(t, p), mustJSON(t, w))
-				}
-				// The line is the row of the slice the loc names (or of the
-				// location's first row).
-				l, s := loc[2].(int), 0
+			api := apiProblems(t, apiErr, nil)
+			// The line is the row of the slice the loc names (or of the
+			// location's first row).
+			lineOf := func(loc []any) int {
+				s := 0
 				if len(loc) > 4 {
 					s = loc[4].(int)
 				}
-				if want := mdRowLine(rows, l, s); line != want {
-					t.Errorf("problem %d (%s): line %d, want %d", i, dotted(loc), line, want)
-				}
+				return mdRowLine(rows, loc[2].(int), s)
 			}
+			assertProblemsAreTheAPIs(t, BulkMasterData, "m.csv", mdCSV(rows, mdStyle{sep: ';', decimalComma: true}), rules, api, lineOf)
 		})
 	}
 }
@@ -412,42 +335,13 @@ func mdRowLine(rows []mdRow, i, j int) int {
 // TestBulkMasterDataCSVTooLarge: a file over MaxDocumentBytes gets one
 // file_too_large problem, whatever its rows held before the limit.
 func TestBulkMasterDataCSVTooLarge(t *testing.T) {
-	data := mdCSV(mdSample, mdStyle{sep: ';'})
-	bad := append([]byte(mdHeaderLine+"\nx;2026-01-01\n"), data[len(mdHeaderLine)+1:]...)
-	for _, file := range [][]byte{data, bad, gzipped(bad)} {
-		name := "m.csv"
-		if file[0] == 0x1f {
-			name = "m.csv.gz"
-		}
-		res, err := decode(BulkMasterData, name, file, BulkOptions{Rules: allAreas, MaxDocumentBytes: int64(len(data) - 1)}, nil)
-		fe := fileError(t, res, err)
-		if len(fe.Problems) != 1 || fe.Count != 1 || fe.Problems[0].Type != ProblemFileTooLarge ||
-			fe.Problems[0].Msg != "file too large: a master-data CSV document is read whole and may have at most "+
-				strconv.Itoa(len(data)-1)+" bytes (after decompression)" {
-			t.Errorf("%s:\n%s", name, problemJSON(t, fe.Problems))
-		}
-	}
-	// Exactly at the limit is fine.
-	if _, err := decode(BulkMasterData, "m.csv", data, BulkOptions{Rules: allAreas, MaxDocumentBytes: int64(len(data))}, nil); err != nil {
-		t.Error(err)
-	}
+	assertTooLarge(t, BulkMasterData, "m", "master-data", mdCSV(mdSample, mdStyle{sep: ';'}), "x;2026-01-01\n")
 }
 
 // TestBulkMasterDataCSVEmitAndContext: emit's error and a cancelled
 // context end the decoding and are returned, not reported as problems.
 func TestBulkMasterDataCSVEmitAndContext(t *testing.T) {
-	data := mdCSV(mdSample, mdStyle{sep: ';'})
-	_, err := decode(BulkMasterData, "m.csv", data, BulkOptions{Rules: allAreas}, func(BulkBatch) error { return errBoom })
-	var fe *FileError
-	if !errors.Is(err, errBoom) || errors.As(err, &fe) {
-		t.Errorf("emit error: %v", err)
-	}
-	// Cancelled while the rows are read.
-	ctx, cancel := context.WithCancel(context.Background())
-	in := BulkInput{Name: "m.csv", Body: &cancelReader{r: bytes.NewReader(data), n: 1, cancel: cancel}}
-	if _, err := DecodeBulk(ctx, BulkMasterData, in, BulkOptions{Rules: allAreas, BatchSize: 1}, nil); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: %v", err)
-	}
+	assertEmitAndContext(t, BulkMasterData, "m.csv", mdCSV(mdSample, mdStyle{sep: ';'}))
 }
 
 // TestStreamHashLocations: the streaming hash of locations is the hash of
@@ -464,84 +358,4 @@ func TestStreamHashLocations(t *testing.T) {
 	if got := h.sum(); got != sub.InputHash {
 		t.Errorf("%s, want %s", got, sub.InputHash)
 	}
-}
-
-// wantProblem is one expected problem of a whole-document CSV file; input
-// is JSON and not compared when empty.
-type wantProblem struct {
-	line   int
-	column string
-	typ    string
-	loc    string
-	msg    string
-	input  string
-}
-
-// assertWholeFileProblems decodes file as base.csv and base.csv.gz and
-// checks that both yield exactly the wanted problems, in order, and emit
-// nothing.
-func assertWholeFileProblems(t *testing.T, kind BulkKind, base, file string, rules Rules, wants []wantProblem) {
-	t.Helper()
-	for _, name := range []string{base + ".csv", base + ".csv.gz"} {
-		data := []byte(file)
-		if strings.HasSuffix(name, ".gz") {
-			data = gzipped(data)
-		}
-		emitted := 0
-		res, err := decode(kind, name, data, BulkOptions{Rules: rules}, func(BulkBatch) error { emitted++; return nil })
-		fe := fileError(t, res, err)
-		if emitted != 0 {
-			t.Errorf("%s: %d batches emitted", name, emitted)
-		}
-		if len(fe.Problems) != len(wants) || fe.Count != len(wants) {
-			t.Fatalf("%s: %d problems, want %d:\n%s", name, len(fe.Problems), len(wants), problemJSON(t, fe.Problems))
-		}
-		for i, w := range wants {
-			p := fe.Problems[i]
-			if p.Line != w.line || p.Column != w.column || p.Type != w.typ || dotted(p.Loc) != w.loc || p.Msg != w.msg {
-				t.Errorf("%s: problem %d:\n got  %d %q %s %s %q\n want %d %q %s %s %q",
-					name, i, p.Line, p.Column, p.Type, dotted(p.Loc), p.Msg, w.line, w.column, w.typ, w.loc, w.msg)
-			}
-			if w.input != "" {
-				if got := mustJSON(t, p.Input); got != normJSON(t, w.input) {
-					t.Errorf("%s: problem %d: input %s, want %s", name, i, got, w.input)
-				}
-			}
-		}
-	}
-}
-
-// testCSV writes test files in one CSV dialect. Cells holding the
-// separator, a quote or a line break are quoted; quoteAll quotes every cell.
-type testCSV struct {
-	b        bytes.Buffer
-	sep      byte
-	eol      string
-	quoteAll bool
-}
-
-func newTestCSV(sep byte, bom, crlf, quoteAll bool) *testCSV {
-	w := &testCSV{sep: sep, eol: "\n", quoteAll: quoteAll}
-	if crlf {
-		w.eol = "\r\n"
-	}
-	if bom {
-		w.b.WriteString("\ufeff")
-	}
-	return w
-}
-
-// line writes one row, then tail (raw text such as extra separators), then
-// the line end.
-func (w *testCSV) line(cells []string, tail string) {
-	for i, c := range cells {
-		if i > 0 {
-			w.b.WriteByte(w.sep)
-		}
-		if w.quoteAll || strings.ContainsAny(c, string(w.sep)+"\"\n") {
-			c = `"` + strings.ReplaceAll(c, `"`, `""`) + `"`
-		}
-		w.b.WriteString(c)
-	}
-	w.b.WriteString(tail + w.eol)
 }
