@@ -449,9 +449,9 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	}
 	// The second read starts before the staging transaction, which on
 	// SQLite holds the write lock that releasing the claim needs.
-	var in2 ingest.BulkInput
+	var pass2 ingest.BulkInput
 	if !res.ValidateOnly {
-		in2, err = src.input(l.name)
+		pass2, err = src.input(l.name)
 		if gone(err) {
 			return p.release(ctx, f)
 		} else if err != nil {
@@ -466,10 +466,9 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	if res.ValidateOnly {
 		st.ValidateOnly()
 	} else {
-		in := in2
 		opt.SkipHash = true // pass 1 computed it
 		if err := stageOverlapped(ctx, st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
-			_, err := ingest.DecodeBulk(ctx, kind, in, opt, emit)
+			_, err := ingest.DecodeBulk(ctx, kind, pass2, opt, emit)
 			return err
 		}); err != nil {
 			if cause := context.Cause(ctx); cause != nil && pipeline.KindOf(cause) == pipeline.Conflict {

@@ -17,7 +17,8 @@ import (
 // BulkStage stages one inbox file batch by batch in a single transaction, so
 // that a file is staged completely or not at all however many entries it has.
 // On SQLite the transaction holds the database's write lock until Commit or
-// Rollback; API writers wait for it (up to busy_timeout).
+// Rollback; API writers wait for it up to the busy timeout, then fail as
+// Unavailable.
 type BulkStage struct {
 	db        *DB
 	conn      bun.Conn
@@ -167,41 +168,42 @@ func (s *BulkStage) Rollback() {
 	}
 }
 
-// meteredItems and profileItems keep the binary values of a whole batch in
-// one buffer: one allocation per batch instead of one per entry.
 func meteredItems(entries []pipeline.MeteredEntry) []stageItem {
+	vals := packValues(len(entries), func(i int) []float64 { return entries[i].Values })
 	items := make([]stageItem, len(entries))
-	buf := make([]byte, 0, valueBytes(len(entries), func(i int) int { return len(entries[i].Values) }))
 	for i, e := range entries {
-		start := len(buf)
-		buf = appendValues(buf, e.Values)
-		vals := buf[start:len(buf):len(buf)]
 		items[i] = stageItem{
 			key:  []string{e.Malo, e.Day.String()},
-			hash: contentHash([]byte(e.Unit), vals), payload: []any{string(e.Unit), vals},
+			hash: contentHash([]byte(e.Unit), vals[i]), payload: []any{string(e.Unit), vals[i]},
 		}
 	}
 	return items
 }
 
 func profileItems(entries []pipeline.ProfileEntry) []stageItem {
+	vals := packValues(len(entries), func(i int) []float64 { return entries[i].ValuesKWh })
 	items := make([]stageItem, len(entries))
-	buf := make([]byte, 0, valueBytes(len(entries), func(i int) int { return len(entries[i].ValuesKWh) }))
 	for i, e := range entries {
-		start := len(buf)
-		buf = appendValues(buf, e.ValuesKWh)
-		vals := buf[start:len(buf):len(buf)]
-		items[i] = stageItem{key: []string{e.MGA, e.Profile, e.Day.String()}, hash: contentHash(vals), payload: []any{vals}}
+		items[i] = stageItem{key: []string{e.MGA, e.Profile, e.Day.String()}, hash: contentHash(vals[i]), payload: []any{vals[i]}}
 	}
 	return items
 }
 
-func valueBytes(n int, count func(int) int) int {
+// packValues encodes the values of n entries in their stored form, all in
+// one buffer: one allocation per batch instead of one per entry.
+func packValues(n int, values func(int) []float64) [][]byte {
 	total := 0
 	for i := range n {
-		total += 8 * count(i)
+		total += 8 * len(values(i))
 	}
-	return total
+	buf := make([]byte, 0, total)
+	out := make([][]byte, n)
+	for i := range n {
+		start := len(buf)
+		buf = appendValues(buf, values(i))
+		out[i] = buf[start:len(buf):len(buf)]
+	}
+	return out
 }
 
 func locationItems(locs []pipeline.Location) ([]stageItem, error) {

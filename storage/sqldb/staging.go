@@ -529,44 +529,50 @@ type valuesRow struct {
 	versionCols
 	Unit string `bun:"unit"`
 	Vals []byte `bun:"vals_f64"`
+	vals []float64
+}
+
+// currentValues reads the current version of one key of a table with
+// quarter-hour values (metered or profile), its unit when the table has one,
+// and decodes the values. missing is the NotFound message.
+func (db *DB) currentValues(ctx context.Context, t stagingTable, portfolio string, key []string, missing string) (valuesRow, error) {
+	var row valuesRow
+	q := db.bun.NewSelect().Table(t.name).Column("version", "input_hash", "received_at", "superseded_at").
+		Column(t.payCols...).Where("portfolio_id = ?", portfolio).Where("superseded_at IS NULL")
+	for i, col := range t.keyCols {
+		q = q.Where("? = ?", bun.Ident(col), key[i])
+	}
+	err := q.Scan(ctx, &row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return row, pipeline.Errorf(pipeline.NotFound, "%s", missing)
+	}
+	if err != nil {
+		return row, fmt.Errorf("get %s %s %v: %w", t.name, portfolio, key, err)
+	}
+	if row.vals, err = decodeValues(row.Vals); err != nil {
+		return row, fmt.Errorf("%s %s %v: %w", t.name, portfolio, key, err)
+	}
+	return row, nil
 }
 
 // MeteredDay returns the current metered values of a market location's day.
 func (db *DB) MeteredDay(ctx context.Context, portfolio, malo string, day pipeline.Day) (pipeline.StoredMetered, error) {
-	var row valuesRow
-	err := db.bun.NewSelect().Table(meteredTable.name).Column("version", "input_hash", "received_at", "superseded_at", "unit", "vals_f64").
-		Where("portfolio_id = ?", portfolio).Where("malo = ?", malo).Where("day = ?", day.String()).
-		Where("superseded_at IS NULL").Scan(ctx, &row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.StoredMetered{}, pipeline.Errorf(pipeline.NotFound, "no metered data for MaLo '%s' on %s", malo, day)
-	}
+	row, err := db.currentValues(ctx, meteredTable, portfolio, []string{malo, day.String()},
+		fmt.Sprintf("no metered data for MaLo '%s' on %s", malo, day))
 	if err != nil {
-		return pipeline.StoredMetered{}, fmt.Errorf("get metered %s %s %s: %w", portfolio, malo, day, err)
-	}
-	vals, err := decodeValues(row.Vals)
-	if err != nil {
-		return pipeline.StoredMetered{}, fmt.Errorf("metered %s %s %s: %w", portfolio, malo, day, err)
+		return pipeline.StoredMetered{}, err
 	}
 	return pipeline.StoredMetered{Version: row.domain(), PortfolioID: portfolio,
-		MeteredEntry: pipeline.MeteredEntry{Day: day, Malo: malo, Unit: pipeline.Unit(row.Unit), Values: vals}}, nil
+		MeteredEntry: pipeline.MeteredEntry{Day: day, Malo: malo, Unit: pipeline.Unit(row.Unit), Values: row.vals}}, nil
 }
 
 // ProfileDay returns the current rolled-out profile values of an MGA, profile and day.
 func (db *DB) ProfileDay(ctx context.Context, portfolio, mga, profile string, day pipeline.Day) (pipeline.StoredProfile, error) {
-	var row valuesRow
-	err := db.bun.NewSelect().Table(profileTable.name).Column("version", "input_hash", "received_at", "superseded_at", "vals_f64").
-		Where("portfolio_id = ?", portfolio).Where("mga = ?", mga).Where("profile = ?", profile).
-		Where("day = ?", day.String()).Where("superseded_at IS NULL").Scan(ctx, &row)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.StoredProfile{}, pipeline.Errorf(pipeline.NotFound, "no profile %s/%s on %s", mga, profile, day)
-	}
+	row, err := db.currentValues(ctx, profileTable, portfolio, []string{mga, profile, day.String()},
+		fmt.Sprintf("no profile %s/%s on %s", mga, profile, day))
 	if err != nil {
-		return pipeline.StoredProfile{}, fmt.Errorf("get profile %s %s/%s %s: %w", portfolio, mga, profile, day, err)
-	}
-	vals, err := decodeValues(row.Vals)
-	if err != nil {
-		return pipeline.StoredProfile{}, fmt.Errorf("profile %s %s/%s %s: %w", portfolio, mga, profile, day, err)
+		return pipeline.StoredProfile{}, err
 	}
 	return pipeline.StoredProfile{Version: row.domain(), PortfolioID: portfolio,
-		ProfileEntry: pipeline.ProfileEntry{Day: day, MGA: mga, Profile: profile, ValuesKWh: vals}}, nil
+		ProfileEntry: pipeline.ProfileEntry{Day: day, MGA: mga, Profile: profile, ValuesKWh: row.vals}}, nil
 }
