@@ -1,0 +1,139 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Stage is one step of the day-ahead chain. The order of Stages is the order
+// of the chain: each stage reads what the one before it published.
+type Stage string
+
+// The stages of the day-ahead chain.
+const (
+	StageForecast     Stage = "forecast"      // generate forecasts per market location
+	StageAggregate    Stage = "aggregate"     // sum per control area and quarter-hour
+	StageOpenPosition Stage = "open-position" // net forecast minus procured trades
+	StageSchedules    Stage = "schedules"     // build and submit ESS schedules to the TSOs
+	// StageChain names the run record of a whole orchestrated chain, whose
+	// stage runs point at it as their parent.
+	StageChain Stage = "chain"
+)
+
+// Stages lists the chain's stages in order.
+var Stages = []Stage{StageForecast, StageAggregate, StageOpenPosition, StageSchedules}
+
+// ParseStage accepts one of the four stages.
+func ParseStage(s string) (Stage, error) {
+	for _, st := range Stages {
+		if string(st) == s {
+			return st, nil
+		}
+	}
+	return "", Errorf(Invalid, "stage %q: want forecast, aggregate, open-position or schedules", s)
+}
+
+// RunStatus is where a run is in its life.
+type RunStatus string
+
+// Run states. A run that a crashed process left running is marked failed by
+// the next scheduler that takes the leader lock.
+const (
+	RunRunning   RunStatus = "running"
+	RunSucceeded RunStatus = "succeeded"
+	RunFailed    RunStatus = "failed"
+)
+
+// Run is the record of one execution of a stage (or of the chain) for one
+// delivery day over all portfolios. Its ID names the Parquet snapshot
+// (run=<id>) and the materialized read models it wrote.
+type Run struct {
+	ID         int64      `json:"id"`
+	ParentID   *int64     `json:"parent_id,omitempty"`
+	Stage      Stage      `json:"stage"`
+	Day        Day        `json:"delivery_day"`
+	Status     RunStatus  `json:"status"`
+	Trigger    string     `json:"trigger"` // cron, api, cli, demo
+	Attempt    int        `json:"attempt"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Error      string     `json:"error,omitempty"`
+	// Outputs describes what the run produced: datasets and their files,
+	// row and value counts, per-portfolio figures, documents sent.
+	Outputs json.RawMessage `json:"outputs,omitempty"`
+}
+
+// RunQuery selects run records, newest first.
+type RunQuery struct {
+	Day      *Day   // only runs of this delivery day
+	Stage    Stage  // "" for all
+	ParentID *int64 // only the stage runs of this chain
+	Limit    int
+}
+
+// Direction says whether a trade buys energy into the portfolio's balancing
+// group or sells it out of it.
+type Direction string
+
+// Trade directions.
+const (
+	Buy  Direction = "buy"
+	Sell Direction = "sell"
+)
+
+// Trade is energy already procured for a delivery day: a quantity bought from
+// or sold to a counterparty balancing group in one control area, per
+// quarter-hour, as non-negative values in Unit.
+type Trade struct {
+	ControlArea  ControlArea `json:"control_area"`
+	Counterparty string      `json:"counterparty"` // EIC of the counterparty balancing group
+	Direction    Direction   `json:"direction"`
+	Unit         Unit        `json:"unit"`
+	Values       []float64   `json:"values"`
+}
+
+// TradeSet is the whole set of trades of a portfolio for a delivery day. An
+// import replaces the set as a whole, so importing the same file twice never
+// counts a trade twice.
+type TradeSet struct {
+	Portfolio string  `json:"portfolio"`
+	Day       Day     `json:"delivery_day"`
+	Trades    []Trade `json:"trades"`
+}
+
+// ScheduleStatus is where a submitted schedule message stands with its TSO.
+type ScheduleStatus string
+
+// Schedule states, driven by the TSO's answers. A negative acknowledgement
+// (the TSO refused the whole message) is rejected.
+const (
+	ScheduleSubmitted    ScheduleStatus = "submitted"
+	ScheduleAcknowledged ScheduleStatus = "acknowledged"
+	ScheduleRejected     ScheduleStatus = "rejected"
+	ScheduleAnomaly      ScheduleStatus = "anomaly"
+	ScheduleConfirmed    ScheduleStatus = "confirmed"
+)
+
+// ScheduleMessage is one version of the ESS schedule message of a portfolio,
+// delivery day and control area, as written to the outbox.
+type ScheduleMessage struct {
+	ID          int64          `json:"id"`
+	PortfolioID string         `json:"portfolio"`
+	Day         Day            `json:"delivery_day"`
+	ControlArea ControlArea    `json:"control_area"`
+	MessageID   string         `json:"message_id"` // ESS MessageIdentification
+	Version     int            `json:"version"`
+	FileName    string         `json:"file_name"`
+	ObjectKey   string         `json:"object_key"`
+	ContentHash string         `json:"content_hash"`
+	Sender      string         `json:"sender"`   // the portfolio's balancing group EIC
+	Receiver    string         `json:"receiver"` // the TSO's party EIC
+	RunID       int64          `json:"run_id"`
+	Status      ScheduleStatus `json:"status"`
+	SentAt      time.Time      `json:"sent_at"`
+	// The latest TSO answer, when one arrived.
+	AnswerKind   string     `json:"answer_kind,omitempty"` // ACK, ANO, CNF
+	AnswerAt     *time.Time `json:"answer_at,omitempty"`
+	AnswerKey    string     `json:"answer_key,omitempty"`
+	AnswerDetail string     `json:"answer_detail,omitempty"`
+}

@@ -1,0 +1,131 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// The Arrow schemas of the stages' records. They are also the schemas of the
+// Parquet datasets in the lake, so analysts see the same columns that the
+// stages compute with. Times are quarter-hour starts in UTC; qh_index is the
+// quarter-hour's position in the local delivery day (0..91, 0..95 or 0..99),
+// which is what people in the market count in. Units are in column names.
+//
+// String columns that repeat a few values many times (portfolio, control area,
+// kind, source, metering type, even the market location within a batch) are
+// dictionary-encoded, so that building a batch appends small integers and the
+// Parquet writer can take the dictionary as it is.
+
+// Dictionary type of the repeated string columns.
+var dictString = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+
+// TimestampUTC is the type of ts_utc columns: milliseconds, adjusted to UTC.
+var TimestampUTC = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+
+// Dataset names in the lake (lake/<dataset>/delivery_day=.../run=.../).
+const (
+	DatasetForecastMalo        = "forecast_malo"
+	DatasetPositionControlArea = "position_control_area"
+	DatasetOpenPosition        = "open_position"
+	DatasetSchedule            = "schedule"
+)
+
+// Forecast sources: where the series of a market location came from.
+const (
+	SourceDSOProfile  = "dso_profile"  // the DSO's rolled-out profile (POST /v1/profiles)
+	SourceBDEWProfile = "bdew_profile" // computed from the embedded BDEW standard profiles
+	SourceHistory     = "history"      // similar days of the location's metered history
+	SourceSubmitted   = "submitted"    // a supplier's forecast from POST /v1/forecasts
+)
+
+// ForecastMaloSchema: one row per market location and quarter-hour.
+var ForecastMaloSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "portfolio", Type: dictString},
+	{Name: "delivery_day", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "malo", Type: dictString},
+	{Name: "control_area", Type: dictString},
+	{Name: "kind", Type: dictString},          // consumption | production
+	{Name: "metering_type", Type: dictString}, // slp | tlp | rlm | imsys ("" for submitted)
+	{Name: "source", Type: dictString},        // Source* above
+	{Name: "qh_index", Type: arrow.PrimitiveTypes.Int16},
+	{Name: "ts_utc", Type: TimestampUTC},
+	{Name: "power_mw", Type: arrow.PrimitiveTypes.Float64},
+}, nil)
+
+// Column positions of ForecastMaloSchema, for loops over a record's columns.
+const (
+	FMPortfolio = iota
+	FMDay
+	FMMalo
+	FMControlArea
+	FMKind
+	FMMeteringType
+	FMSource
+	FMQH
+	FMTS
+	FMPowerMW
+)
+
+// PositionSchema: one row per portfolio, control area and quarter-hour.
+// source is "submitted" when a supplier's forecast covered the area and
+// "generated" when the generated forecasts were summed.
+var PositionSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "portfolio", Type: dictString},
+	{Name: "delivery_day", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "control_area", Type: dictString},
+	{Name: "qh_index", Type: arrow.PrimitiveTypes.Int16},
+	{Name: "ts_utc", Type: TimestampUTC},
+	{Name: "consumption_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "production_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "net_mw", Type: arrow.PrimitiveTypes.Float64}, // consumption - production
+	{Name: "source", Type: dictString},
+}, nil)
+
+// OpenPositionSchema: the net forecast minus what is procured, per portfolio,
+// control area and quarter-hour. open_mw > 0 is still to buy, < 0 to sell.
+var OpenPositionSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "portfolio", Type: dictString},
+	{Name: "delivery_day", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "control_area", Type: dictString},
+	{Name: "qh_index", Type: arrow.PrimitiveTypes.Int16},
+	{Name: "ts_utc", Type: TimestampUTC},
+	{Name: "net_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "bought_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "sold_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "open_mw", Type: arrow.PrimitiveTypes.Float64}, // net - bought + sold
+}, nil)
+
+// ScheduleSchema: the time series of the submitted schedule messages, one row
+// per series and quarter-hour.
+var ScheduleSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "portfolio", Type: dictString},
+	{Name: "delivery_day", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "control_area", Type: dictString},
+	{Name: "file_name", Type: dictString},
+	{Name: "message_version", Type: arrow.PrimitiveTypes.Int32},
+	{Name: "series_id", Type: dictString},
+	{Name: "business_type", Type: dictString},
+	{Name: "in_party", Type: dictString},
+	{Name: "out_party", Type: dictString},
+	{Name: "qh_index", Type: arrow.PrimitiveTypes.Int16},
+	{Name: "ts_utc", Type: TimestampUTC},
+	{Name: "quantity_mw", Type: arrow.PrimitiveTypes.Float64},
+}, nil)
+
+// Date32 is the Arrow date32 value of the day (days since 1970-01-01).
+func (d Day) Date32() arrow.Date32 {
+	return arrow.Date32(time.Date(d.Year, d.Month, d.Dom, 0, 0, 0, 0, time.UTC).Unix() / 86400)
+}
+
+// QuarterStartsUTC returns the UTC start of every quarter-hour of the day, in
+// order; its length is Intervals().
+func (d Day) QuarterStartsUTC() []int64 {
+	n := d.Intervals()
+	out := make([]int64, n)
+	start := d.Start().UTC().UnixMilli()
+	for i := range out {
+		out[i] = start + int64(i)*15*60*1000
+	}
+	return out
+}
