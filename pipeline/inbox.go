@@ -57,6 +57,9 @@ type Event struct {
 	Kind        string          `json:"kind"`
 	PortfolioID string          `json:"portfolio,omitempty"`
 	Subject     string          `json:"subject"`
+	// DeliveryDay is the delivery day the event concerns, when it concerns
+	// one (runs, schedules, TSO answers, staged files of one day).
+	DeliveryDay *Day            `json:"delivery_day,omitempty"`
 	Data        json.RawMessage `json:"data"`
 }
 
@@ -82,5 +85,9 @@ type EventQuery struct {
 	AfterID   int64  // only events with a greater id
 	Kind      string // "" for all; a trailing "*" matches a prefix
 	Portfolio string // "" for all
-	Limit     int
+	// From and To bound the event time (From inclusive, To exclusive); zero
+	// values do not bound.
+	From, To time.Time
+	Day      *Day // only events about this delivery day
+	Limit    int
 }

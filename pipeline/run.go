@@ -137,3 +137,29 @@ type ScheduleMessage struct {
 	AnswerKey    string     `json:"answer_key,omitempty"`
 	AnswerDetail string     `json:"answer_detail,omitempty"`
 }
+
+// PositionRow is one quarter-hour of a portfolio's position in a control
+// area, as the aggregate stage materializes it for the read endpoints.
+type PositionRow struct {
+	Portfolio     string      `json:"portfolio"`
+	ControlArea   ControlArea `json:"control_area"`
+	QH            int         `json:"qh_index"`
+	TS            time.Time   `json:"ts_utc"`
+	ConsumptionMW float64     `json:"consumption_mw"`
+	ProductionMW  float64     `json:"production_mw"`
+	NetMW         float64     `json:"net_mw"`
+	Source        string      `json:"source"` // submitted | generated
+}
+
+// OpenPositionRow is one quarter-hour of a portfolio's open position in a
+// control area: the net forecast minus what is bought plus what is sold.
+type OpenPositionRow struct {
+	Portfolio   string      `json:"portfolio"`
+	ControlArea ControlArea `json:"control_area"`
+	QH          int         `json:"qh_index"`
+	TS          time.Time   `json:"ts_utc"`
+	NetMW       float64     `json:"net_mw"`
+	BoughtMW    float64     `json:"bought_mw"`
+	SoldMW      float64     `json:"sold_mw"`
+	OpenMW      float64     `json:"open_mw"`
+}
