@@ -52,11 +52,11 @@ type InboxFile struct {
 
 // Event is one entry of the operators' console feed.
 type Event struct {
-	ID          int64           `json:"id"`
-	At          time.Time       `json:"at"`
-	Kind        string          `json:"kind"`
-	PortfolioID string          `json:"portfolio,omitempty"`
-	Subject     string          `json:"subject"`
+	ID          int64     `json:"id"`
+	At          time.Time `json:"at"`
+	Kind        string    `json:"kind"`
+	PortfolioID string    `json:"portfolio,omitempty"`
+	Subject     string    `json:"subject"`
 	// DeliveryDay is the delivery day the event concerns, when it concerns
 	// one (runs, schedules, TSO answers, staged files of one day).
 	DeliveryDay *Day            `json:"delivery_day,omitempty"`
