@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run test test-deps bench bench-go bench-inbox loadtest vet fmt clean
+.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain loadtest vet fmt clean
 
 all: build
 
@@ -14,6 +14,11 @@ build:
 # Serves on the embedded default: SQLite and files under ./var.
 run: build
 	./$(BIN)/schedbridge serve
+
+# A demo portfolio on the embedded default, the chain for tomorrow, and
+# where to look.
+demo: build
+	./$(BIN)/schedbridge demo
 
 test-deps:
 	./deploy/dev/test-deps.sh
@@ -31,15 +36,21 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # Go benchmarks, then the load generator against a real server process.
-bench: test-deps bench-go loadtest
+bench: test-deps bench-go bench-chain loadtest
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x ./...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -skip BenchmarkChain ./...
 
 # The issue's bulk benchmark: a 1,000,000-row x 96 metered-data CSV through
 # MinIO into SQLite and into PostgreSQL (wall time, values/s, peak RSS).
 bench-inbox: test-deps
 	SCHEDBRIDGE_BENCH_INBOX_ROWS=1000000 $(GO) test -run '^$$' -bench InboxMeteredCSV -benchtime 1x -timeout 60m ./ingest/inbox/
+
+# The issue's chain benchmark: 1,000,000 market locations (95% slp, 5% rlm
+# with 8 weeks of history) on SQLite + the local store, the whole chain for
+# one day, per-stage times, peak RSS and DuckDB's time for the same aggregation.
+bench-chain: test-deps
+	SCHEDBRIDGE_BENCH_LOCATIONS=1000000 $(GO) test -run '^$$' -bench BenchmarkChain -benchtime 1x -timeout 60m ./jobs/
 
 loadtest: build
 	./deploy/dev/loadtest.sh

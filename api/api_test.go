@@ -496,7 +496,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if err := json.Unmarshal(r.body, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "0.5.0" {
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "0.4.0" {
 		t.Errorf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
 	}
 	param := regexp.MustCompile(`:([a-z_]+)`)

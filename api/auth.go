@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,10 +23,16 @@ const (
 	headerAPIKey = "X-API-Key"
 )
 
-// requireScope authenticates the X-API-Key header and checks its scope. The
-// key is taken from that header only: a key in the query, the body or a plain
-// Authorization value is never looked at, so it cannot end up in access logs.
-func (s *Server) requireScope(scope pipeline.Scope) gin.HandlerFunc {
+// requireScope authenticates the X-API-Key header and checks that its scope
+// is one of scopes. The key is taken from that header only: a key in the
+// query, the body or a plain Authorization value is never looked at, so it
+// cannot end up in access logs.
+func (s *Server) requireScope(scopes ...pipeline.Scope) gin.HandlerFunc {
+	names := make([]string, len(scopes))
+	for i, sc := range scopes {
+		names[i] = string(sc)
+	}
+	wanted := strings.Join(names, " or ")
 	return func(c *gin.Context) {
 		values := c.Request.Header.Values(headerAPIKey)
 		if len(values) == 0 {
@@ -57,8 +64,8 @@ func (s *Server) requireScope(scope pipeline.Scope) gin.HandlerFunc {
 			a.KeyID = key.ID
 			a.PortfolioID = key.PortfolioID
 		}
-		if key.Scope != scope {
-			s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", scope, key.ID, key.Scope))
+		if !slices.Contains(scopes, key.Scope) {
+			s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", wanted, key.ID, key.Scope))
 			return
 		}
 		if key.PortfolioID != "" {

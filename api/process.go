@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -184,16 +186,66 @@ func (s *Server) getInbox(c *gin.Context) {
 	c.JSON(http.StatusOK, rep)
 }
 
+// queryTime reads an optional RFC 3339 date-time query parameter. A time
+// without a zone is refused like pydantic's AwareDatetime refuses it, since
+// the server could only guess which zone was meant.
+func queryTime(c *gin.Context, name string, problems *[]ingest.Problem) (time.Time, bool) {
+	raw, given := c.GetQuery(name)
+	if !given {
+		return time.Time{}, false
+	}
+	loc := []string{"query", name}
+	if t, err := time.Parse(time.RFC3339Nano, raw); err == nil {
+		return t, true
+	}
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999", time.DateOnly} {
+		if _, err := time.Parse(layout, raw); err == nil {
+			*problems = append(*problems, ingest.Problem{Type: "timezone_aware", Loc: loc, Input: raw, Ctx: map[string]any{},
+				Msg: "Input should have timezone info"})
+			return time.Time{}, false
+		}
+	}
+	// The date part is checked like a day so that its error names the first
+	// wrong thing as pydantic's parser does; past it, the time or zone is wrong.
+	reason := "invalid time or timezone, expected an RFC 3339 date-time such as 2026-11-24T00:00:00+01:00"
+	var se *ingest.SchemaError
+	if _, err := ingest.QueryDay(name, raw[:min(len(raw), 10)], true); errors.As(err, &se) && len(se.Problems) > 0 {
+		if text, ok := se.Problems[0].Ctx["error"].(string); ok {
+			reason = text
+		}
+	}
+	*problems = append(*problems, ingest.Problem{Type: "datetime_from_date_parsing", Loc: loc, Input: raw,
+		Msg: "Input should be a valid datetime or date, " + reason, Ctx: map[string]any{"error": reason}})
+	return time.Time{}, false
+}
+
+// getEvents pages through the console feed. Every parameter problem is
+// listed in one 422 answer.
 func (s *Server) getEvents(c *gin.Context) {
 	var problems []ingest.Problem
-	after := queryInt(c, "after", 0, 0, 1<<62, &problems)
-	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
+	q := pipeline.EventQuery{Kind: c.Query("kind")}
+	// after is the parameter's first name, kept for consoles that use it.
+	q.AfterID = queryInt(c, "after", 0, 0, 1<<62, &problems)
+	if _, given := c.GetQuery("after_id"); given {
+		q.AfterID = queryInt(c, "after_id", 0, 0, 1<<62, &problems)
+	}
+	q.Limit = int(queryInt(c, "limit", 100, 1, 1000, &problems))
+	from, fromOK := queryTime(c, "from", &problems)
+	to, toOK := queryTime(c, "to", &problems)
+	if fromOK && toOK && !from.Before(to) {
+		problems = append(problems, ingest.Problem{Type: "value_error", Loc: []string{"query", "to"}, Input: c.Query("to"),
+			Msg: "Value error, to must be after from", Ctx: map[string]any{"error": map[string]any{}}})
+	}
+	q.From, q.To = from, to
+	if d, given := queryDay(c, "day", &problems); given {
+		q.Day = &d
+	}
 	portfolio, ok := s.listScope(c, problems)
 	if !ok {
 		return
 	}
-	evs, err := s.deps.Events.Events(c.Request.Context(), pipeline.EventQuery{
-		AfterID: after, Kind: c.Query("kind"), Portfolio: portfolio, Limit: limit})
+	q.Portfolio = portfolio
+	evs, err := s.deps.Events.Events(c.Request.Context(), q)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -67,6 +67,12 @@ type Deps struct {
 	InboxBucket InboxBucket
 	Waker       Waker
 	Events      Events
+	// The day-ahead pipeline: running stages and chains, the results they
+	// published, and the procured trades; nil fields leave their routes
+	// answering 503 as well.
+	Runner  Runner
+	Results Results
+	Trades  TradeStore
 }
 
 // Config tunes the API. Zero values pick the documented defaults.
@@ -172,19 +178,21 @@ func New(cfg Config, deps Deps) *Server {
 
 	// Operators' routes take process keys; they are not data requests, so
 	// they are not in the audit trail.
-	proc := e.Group("/v1", s.requireScope(pipeline.ScopeProcess), s.rateLimit, s.needs(deps.InboxFiles != nil))
-	proc.GET("/process/inbox", s.getInbox)
-	proc.GET("/console/events", s.getEvents)
+	proc := e.Group("/v1", s.requireScope(pipeline.ScopeProcess), s.rateLimit)
+	proc.GET("/process/inbox", s.needs(deps.InboxFiles != nil && deps.InboxBucket != nil, "the inbox"), s.getInbox)
+	proc.GET("/console/events", s.needs(deps.Events != nil, "the console feed"), s.getEvents)
 	e.POST("/v1/inbox/events", s.postBucketEvents)
+	s.pipelineRoutes(e)
 	s.engine = e
 	return s
 }
 
-// needs answers 503 on routes whose adapter the binary did not wire.
-func (s *Server) needs(wired bool) gin.HandlerFunc {
+// needs answers 503 on routes whose adapter the binary did not wire; what
+// names the missing part for the caller.
+func (s *Server) needs(wired bool, what string) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !wired {
-			s.fail(c, pipeline.Errorf(pipeline.Unavailable, "this server runs without the inbox"))
+			s.fail(c, pipeline.Errorf(pipeline.Unavailable, "this server runs without %s", what))
 			return
 		}
 		c.Next()

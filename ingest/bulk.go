@@ -21,7 +21,9 @@ import (
 // the API: the same four kinds of data, validated with the API's rules and
 // messages, but too large to hold in memory (a metered-data file may have a
 // million days of 96 values). DecodeBulk reads them as a stream and hands the
-// entries over in batches; docs/formats.md describes the formats.
+// entries over in batches; docs/formats.md describes the formats. Trade sets
+// come this way too, though the API takes them on the process side
+// (PUT /v1/process/trades).
 
 // BulkKind is the kind folder of an inbox file.
 type BulkKind string
@@ -32,18 +34,19 @@ const (
 	BulkProfiles   BulkKind = "profiles"
 	BulkMasterData BulkKind = "master-data"
 	BulkForecasts  BulkKind = "forecasts"
+	BulkTrades     BulkKind = "trades"
 )
 
-var bulkKinds = []BulkKind{BulkMetered, BulkProfiles, BulkMasterData, BulkForecasts}
+var bulkKinds = []BulkKind{BulkMetered, BulkProfiles, BulkMasterData, BulkForecasts, BulkTrades}
 
-// ParseBulkKind accepts exactly one of the four kind names.
+// ParseBulkKind accepts exactly one of the kind names.
 func ParseBulkKind(s string) (BulkKind, error) {
 	for _, k := range bulkKinds {
 		if string(k) == s {
 			return k, nil
 		}
 	}
-	return "", pipeline.Errorf(pipeline.Invalid, "unknown file kind %q: want one of metered-data, profiles, master-data, forecasts", s)
+	return "", pipeline.Errorf(pipeline.Invalid, "unknown file kind %q: want one of metered-data, profiles, master-data, forecasts, trades", s)
 }
 
 // BulkFormat is the encoding of a bulk file.
@@ -62,6 +65,7 @@ var acceptedExtensions = map[BulkKind]string{
 	BulkProfiles:   ".json, .json.gz, .csv, .csv.gz",
 	BulkMasterData: ".json, .json.gz, .csv, .csv.gz",
 	BulkForecasts:  ".json, .json.gz, .csv, .csv.gz",
+	BulkTrades:     ".json, .json.gz, .csv, .csv.gz",
 }
 
 // bulkAccepts tells whether a kind can be given in a format.
@@ -120,7 +124,7 @@ type BulkOptions struct {
 	Rules            Rules            // as for the API decoders
 	BatchSize        int              // entries per emitted batch; 0 means 2000
 	MaxProblems      int              // problems kept (all are counted); 0 means 10000
-	MaxDocumentBytes int64            // master-data and forecast files (JSON, CSV) are read whole up to this size; 0 means 64 MiB
+	MaxDocumentBytes int64            // master-data, forecast and trades files (JSON, CSV) are read whole up to this size; 0 means 64 MiB
 	Alloc            memory.Allocator // Parquet buffers; nil: memory.DefaultAllocator
 	// SkipHash leaves InputHash empty and saves its per-value work, for a
 	// second pass over a file whose hash the first pass computed.
@@ -151,7 +155,10 @@ type BulkBatch struct {
 	Profiles  []pipeline.ProfileEntry
 	Locations []pipeline.Location // master-data: the whole document in one batch
 	Forecast  *pipeline.Forecast  // forecasts: one forecast per file
-	Canonical []byte              // forecasts: the canonical JSON (staged as the version body)
+	// Trades is the trade set of a trades file, one per file, without its
+	// portfolio, which the inbox knows from the file's folder.
+	Trades    *pipeline.TradeSet
+	Canonical []byte // forecasts, trades: the canonical JSON (staged as the version body)
 }
 
 // FileProblem is one error of a file, in the API's vocabulary plus where in
@@ -183,9 +190,10 @@ const (
 	// ProblemCSVCells: a CSV row with more cells than the header, or too few
 	// for its key columns.
 	ProblemCSVCells = "csv_cell_count"
-	// ProblemCSVConflict: a forecast CSV row that contradicts an earlier
-	// one: another delivery_day (a file holds one forecast), or another
-	// control area for the same MaLo (its one malo_mapping entry).
+	// ProblemCSVConflict: a forecast or trades CSV row that contradicts an
+	// earlier one: another delivery_day (a file holds one forecast, or the
+	// trades of one day), or another control area for the same MaLo (its one
+	// malo_mapping entry).
 	ProblemCSVConflict = "csv_conflict"
 	// ProblemCSVSyntax: a quoting error or an over-long CSV row.
 	ProblemCSVSyntax = "csv_syntax"
@@ -199,7 +207,7 @@ const (
 type BulkResult struct {
 	Kind         BulkKind
 	Format       BulkFormat
-	Entries      int           // entries (metered/profile days, locations, 1 for a forecast)
+	Entries      int           // entries (metered/profile days, locations, 1 for a forecast, trades)
 	Values       int64         // quarter-hour values read
 	InputHash    string        // equal to the API's InputHash for a body with the same content; "" when the file is invalid
 	ValidateOnly bool          // a JSON file with "validate_only": true
@@ -313,6 +321,8 @@ func (r *bulkRun) decodeStream(in BulkInput) error {
 		return r.csvMasterData(body)
 	case r.format == FormatCSV && r.kind == BulkForecasts:
 		return r.csvForecast(body)
+	case r.format == FormatCSV && r.kind == BulkTrades:
+		return r.csvTrades(body)
 	case r.format == FormatCSV:
 		return r.csvEntries(body)
 	case r.kind == BulkMetered || r.kind == BulkProfiles:
@@ -506,6 +516,7 @@ func (r *bulkRun) takeCheckerColumns(line, row int, column func(loc []string) st
 // of them is an index, rendered as a number as FastAPI does.
 var listNames = map[string]bool{
 	"entries": true, "values": true, "values_kwh": true, "series": true, "locations": true, "slices": true,
+	"trades": true,
 }
 
 // fileProblem converts an API problem; the location in the file is set by

@@ -281,12 +281,13 @@ func (r *csvReader) tryQuoted() (line int, complete bool) {
 }
 
 // csvHeader is the validated header line of a file whose rows have key
-// columns and then quarter-hour values (metered data, profiles, forecasts).
+// columns and then quarter-hour values (metered data, profiles, forecasts,
+// trades).
 type csvHeader struct {
 	sep   byte
 	key   []int    // cell index of each key field, in the model's field order
 	keys  []string // the key fields' names, in the model's field order
-	list  string   // the body's list whose items the rows are: "entries" or "series"
+	list  string   // the body's list whose items the rows are: "entries", "series" or "trades"
 	names []string // column names as given (trimmed)
 	width int
 }
@@ -311,13 +312,14 @@ var csvLayouts = map[BulkKind]csvLayout{
 	BulkMetered:   {[]string{"malo", "day", "unit"}, "entries", "malo;day;unit;v1;v2;...;v96"},
 	BulkProfiles:  {[]string{"mga", "profile", "day"}, "entries", "mga;profile;day;v1;v2;...;v96"},
 	BulkForecasts: {fcColumns[:], "series", fcExample},
+	BulkTrades:    {trColumns[:], "trades", trExample},
 }
 
 // countWords spell the numbers of key columns in the header's messages.
 var countWords = [...]string{3: "three", 5: "five"}
 
-// csvHeader reads and checks the header line of a metered-data, profile or
-// forecast file; ok is false when the file cannot be read further (the
+// csvHeader reads and checks the header line of a metered-data, profile,
+// forecast or trades file; ok is false when the file cannot be read further (the
 // problem is recorded, or cr.err is set).
 func (r *bulkRun) csvHeader(cr *csvReader) (*csvHeader, bool) {
 	layout := csvLayouts[r.kind]
@@ -507,7 +509,9 @@ func (r *bulkRun) csvRows(cr *csvReader, width int, list string, rowLoc func(ind
 	if cr.err != nil {
 		return r.readFailed(cr.err)
 	}
-	if index == 0 {
+	if index == 0 && r.kind == BulkTrades {
+		r.noTradeRows()
+	} else if index == 0 {
 		r.add(FileProblem{Line: 1, Type: "too_short", Loc: []any{"body", list},
 			Msg:   "List should have at least 1 item after validation, not 0: the file has a header but no rows",
 			Input: []any{}, Ctx: map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0}})
@@ -684,9 +688,9 @@ func (r *bulkRun) csvValues(h *csvHeader, cells [][]byte, index, line int, field
 	text := r.text[:0]
 	hashing := !r.failed() && r.hash != nil
 	// The values themselves are only needed for the batches; the
-	// validation pass checks them and hashes their text. A forecast is
-	// checked and hashed whole, from its values.
-	need := r.emit != nil || r.kind == BulkForecasts
+	// validation pass checks them and hashes their text. A forecast or a
+	// trade set is checked and hashed whole, from its values.
+	need := r.emit != nil || r.kind == BulkForecasts || r.kind == BulkTrades
 	ok := true
 	for j := 0; j < n; j++ {
 		cell := cells[j]

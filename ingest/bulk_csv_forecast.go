@@ -127,7 +127,7 @@ func (r *bulkRun) fcRow(h *csvHeader, fc *fcFile, cells [][]byte, index, line in
 	cell := func(f int) []byte { return cells[h.key[f]] }
 	if day := cell(fcDeliveryDay); fc.dayLine == 0 {
 		fc.day, fc.dayLine = string(day), line
-		r.fcDeliveryDay(fc, day, line)
+		r.csvDeliveryDay(day, line, &fc.f.DeliveryDay)
 	} else if string(day) != fc.day {
 		r.add(FileProblem{Line: line, Column: "delivery_day", Type: ProblemCSVConflict, Loc: []any{"body", "delivery_day"},
 			Msg: fmt.Sprintf("line %d: delivery_day %s differs from %s on line %d; a file holds one forecast, so all its rows have the same delivery_day",
@@ -216,9 +216,9 @@ func (r *bulkRun) fcRow(h *csvHeader, fc *fcFile, cells [][]byte, index, line in
 	}
 }
 
-// fcDeliveryDay validates the first row's delivery_day cell as the body's
-// delivery_day.
-func (r *bulkRun) fcDeliveryDay(fc *fcFile, day []byte, line int) {
+// csvDeliveryDay validates the first row's delivery_day cell of a forecast
+// or trades file as the body's delivery_day, into dst.
+func (r *bulkRun) csvDeliveryDay(day []byte, line int, dst *pipeline.Day) {
 	loc := bodyPath().at("delivery_day")
 	switch {
 	case len(day) == 0:
@@ -228,7 +228,7 @@ func (r *bulkRun) fcDeliveryDay(fc *fcFile, day []byte, line int) {
 	case !utf8.Valid(day):
 		r.c.notUnicode(loc, day)
 	default:
-		r.c.dateValue(loc, &node{kind: kindString, str: string(day)}, &fc.f.DeliveryDay)
+		r.c.dateValue(loc, &node{kind: kindString, str: string(day)}, dst)
 	}
 	r.takeChecker(line, 0, "delivery_day")
 }

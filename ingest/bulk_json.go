@@ -491,7 +491,8 @@ func (r *bulkRun) tooLarge() {
 			r.kind, strings.ToUpper(string(r.format)), r.opt.MaxDocumentBytes)})
 }
 
-// jsonDocument decodes a master-data or forecast file with the API's decoder.
+// jsonDocument decodes a master-data, forecast or trades file with the API's
+// decoder.
 func (r *bulkRun) jsonDocument(src io.Reader) error {
 	body, err := io.ReadAll(io.LimitReader(src, r.opt.MaxDocumentBytes+1))
 	if err != nil {
@@ -521,6 +522,17 @@ func (r *bulkRun) jsonDocument(src io.Reader) error {
 			r.res.Values += int64(len(s.Values))
 		}
 		return r.emitWhole(BulkBatch{Forecast: &sub.Forecast, Canonical: sub.Canonical})
+	case BulkTrades:
+		sub, err := decodeTrades(body, nil, r.opt.Rules)
+		if err != nil {
+			r.apiError(err, body, docPos{line: 1, col: 1})
+			return nil
+		}
+		r.res.Entries, r.res.ValidateOnly, r.res.InputHash = len(sub.Set.Trades), sub.ValidateOnly, sub.InputHash
+		for _, t := range sub.Set.Trades {
+			r.res.Values += int64(len(t.Values))
+		}
+		return r.emitWhole(BulkBatch{Trades: &sub.Set, Canonical: sub.Canonical})
 	}
 	return nil
 }

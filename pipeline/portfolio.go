@@ -13,8 +13,11 @@ type Portfolio struct {
 	Name           string        `json:"name"`
 	ControlAreas   []ControlArea `json:"control_areas"`
 	BalancingGroup string        `json:"balancing_group,omitempty"`
-	CreatedAt      time.Time     `json:"created_at"`
-	UpdatedAt      time.Time     `json:"updated_at"`
+	// ExchangeBalancingGroup (EIC, optional) is the counterparty of the open
+	// position in the schedules when no trades were imported for a day.
+	ExchangeBalancingGroup string    `json:"exchange_balancing_group,omitempty"`
+	CreatedAt              time.Time `json:"created_at"`
+	UpdatedAt              time.Time `json:"updated_at"`
 }
 
 var (
@@ -41,6 +44,8 @@ func (p Portfolio) Validate() error {
 		return Errorf(Invalid, "portfolio %s: at least one control area is required", p.ID)
 	case p.BalancingGroup != "" && !ValidEIC(p.BalancingGroup):
 		return Errorf(Invalid, "portfolio %s: balancing group %q is not a 16-character EIC", p.ID, p.BalancingGroup)
+	case p.ExchangeBalancingGroup != "" && !ValidEIC(p.ExchangeBalancingGroup):
+		return Errorf(Invalid, "portfolio %s: exchange balancing group %q is not a 16-character EIC", p.ID, p.ExchangeBalancingGroup)
 	}
 	for _, a := range p.ControlAreas {
 		if _, ok := ParseControlArea(string(a)); !ok {

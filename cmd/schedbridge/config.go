@@ -14,19 +14,20 @@ import (
 // same configuration, so that `key create` and `serve` see the same database.
 // Precedence: defaults, then the YAML file of --config, then the environment.
 type Config struct {
-	Addr            string        `yaml:"addr"`
-	DataDir         string        `yaml:"data_dir"`
-	DatabaseURL     string        `yaml:"database_url"`
-	MaxBodyBytes    int64         `yaml:"max_body_bytes"`
-	RateLimit       float64       `yaml:"rate_limit"`
-	RateBurst       int           `yaml:"rate_burst"`
-	RetryAfter      time.Duration `yaml:"retry_after"`
-	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
-	DrainGrace      time.Duration `yaml:"drain_grace"`
-	LogLevel        string        `yaml:"log_level"`
-	LogFormat       string        `yaml:"log_format"`
-	S3              S3Config      `yaml:"s3"`
-	Inbox           InboxConfig   `yaml:"inbox"`
+	Addr            string         `yaml:"addr"`
+	DataDir         string         `yaml:"data_dir"`
+	DatabaseURL     string         `yaml:"database_url"`
+	MaxBodyBytes    int64          `yaml:"max_body_bytes"`
+	RateLimit       float64        `yaml:"rate_limit"`
+	RateBurst       int            `yaml:"rate_burst"`
+	RetryAfter      time.Duration  `yaml:"retry_after"`
+	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
+	DrainGrace      time.Duration  `yaml:"drain_grace"`
+	LogLevel        string         `yaml:"log_level"`
+	LogFormat       string         `yaml:"log_format"`
+	S3              S3Config       `yaml:"s3"`
+	Inbox           InboxConfig    `yaml:"inbox"`
+	Pipeline        PipelineConfig `yaml:"pipeline"`
 }
 
 // S3Config selects the bucket. Without an endpoint the bucket is the local
@@ -61,6 +62,7 @@ func defaultConfig() Config {
 		LogFormat:       "json",
 		S3:              S3Config{Bucket: "schedbridge"},
 		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30},
+		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd"},
 	}
 }
 
@@ -93,6 +95,11 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_INBOX_LEASE", func(c *Config, v string) (err error) { c.Inbox.Lease, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_INBOX_MAX_FILE_BYTES", func(c *Config, v string) (err error) { c.Inbox.MaxFileBytes, err = strconv.ParseInt(v, 10, 64); return }},
 	{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN", func(c *Config, v string) error { c.Inbox.WebhookToken = v; return nil }},
+	{"SCHEDBRIDGE_SCHEDULER", func(c *Config, v string) (err error) { c.Pipeline.Scheduler, err = strconv.ParseBool(v); return }},
+	{"SCHEDBRIDGE_STAGE_ATTEMPTS", func(c *Config, v string) (err error) { c.Pipeline.Attempts, err = strconv.Atoi(v); return }},
+	{"SCHEDBRIDGE_STAGE_BACKOFF", func(c *Config, v string) (err error) { c.Pipeline.Backoff, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_HISTORY_WEEKS", func(c *Config, v string) (err error) { c.Pipeline.HistoryWeeks, err = strconv.Atoi(v); return }},
+	{"SCHEDBRIDGE_PARQUET_COMPRESSION", func(c *Config, v string) error { c.Pipeline.Compression = v; return nil }},
 }
 
 // loadConfig builds the configuration from the optional YAML file and the
@@ -122,6 +129,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	if c.Inbox.Interval <= 0 || c.Inbox.Lease < 3*time.Second || c.Inbox.MaxFileBytes <= 0 {
 		return c, fmt.Errorf("inbox: interval and max_file_bytes must be positive and the lease at least 3s")
+	}
+	if c.Pipeline.Attempts < 1 || c.Pipeline.Backoff <= 0 || c.Pipeline.HistoryWeeks < 1 {
+		return c, fmt.Errorf("pipeline: attempts and history_weeks must be at least 1 and backoff positive")
+	}
+	if c.Pipeline.Compression != "zstd" && c.Pipeline.Compression != "snappy" {
+		return c, fmt.Errorf("pipeline.compression %q: want zstd or snappy", c.Pipeline.Compression)
 	}
 	if c.S3.Endpoint != "" && (c.S3.AccessKey == "" || c.S3.SecretKey == "" || c.S3.Bucket == "") {
 		return c, fmt.Errorf("s3: an endpoint needs a bucket, an access key and a secret key")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
+	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
@@ -57,7 +58,7 @@ func (a *app) newProcessor(bucket objstore.Bucket, db *sqldb.DB, reg prometheus.
 	return inbox.New(bucket, inboxStore{db}, inbox.Config{
 		Owner: ownerName(), Interval: a.cfg.Inbox.Interval, Lease: a.cfg.Inbox.Lease,
 		MaxFileBytes: a.cfg.Inbox.MaxFileBytes, SpoolDir: spool, Now: a.now, Logger: a.log.With("component", "inbox"),
-		Registerer: reg,
+		Registerer: reg, ParseAnswer: fahrplan.ParseAnswer, Answers: db,
 	})
 }
 

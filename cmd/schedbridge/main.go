@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
@@ -37,13 +38,16 @@ Usage:
 Commands:
   serve                                  run the HTTP API and the bulk inbox (applies pending migrations first)
   migrate                                apply pending migrations and exit
-  portfolio put ID --name NAME --control-areas 50Hertz,TenneT [--balancing-group EIC]
+  portfolio put ID --name NAME --control-areas 50Hertz,TenneT [--balancing-group EIC] [--exchange-balancing-group EIC]
   portfolio list [--json]
   key create --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
   key list [--json]
   key revoke ID
   inbox put FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]
   inbox scan                             process the files waiting in the inbox once, then exit
+  run forecast|aggregate|open-position|schedules|chain [--day YYYY-MM-DD]
+                                         run one stage (or the whole chain) now, with progress (default day: tomorrow)
+  demo [--locations N] [--day YYYY-MM-DD] create a demo portfolio, run the chain for tomorrow, print where to look
 
 Configuration comes from the environment (SCHEDBRIDGE_ADDR, SCHEDBRIDGE_DATA_DIR,
 SCHEDBRIDGE_DATABASE_URL, SCHEDBRIDGE_MAX_BODY_BYTES, ...; see README) and an
@@ -90,6 +94,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = a.key(ctx, rest)
 	case "inbox":
 		err = a.inbox(ctx, rest)
+	case "run":
+		err = a.runCmd(ctx, rest)
+	case "demo":
+		err = a.demo(ctx, rest)
 	default:
 		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -203,7 +211,8 @@ func (a *app) portfolio(ctx context.Context, args []string) error {
 		fs := newFlagSet("portfolio put", a.stderr)
 		name := fs.String("name", "", "display name (required)")
 		areas := fs.String("control-areas", "", "comma-separated active control areas: 50Hertz, Amprion, TenneT, TransnetBW")
-		bg := fs.String("balancing-group", "", "EIC of the portfolio's balancing group")
+		bg := fs.String("balancing-group", "", "EIC of the portfolio's balancing group (sender of its schedules)")
+		xbg := fs.String("exchange-balancing-group", "", "EIC of the exchange's balancing group: counterparty of the open position without trades")
 		pos, err := parseInterspersed(fs, args[1:])
 		if err != nil {
 			return err
@@ -211,7 +220,7 @@ func (a *app) portfolio(ctx context.Context, args []string) error {
 		if len(pos) != 1 {
 			return usagef("portfolio put: want exactly one ID")
 		}
-		p := pipeline.Portfolio{ID: pos[0], Name: *name, BalancingGroup: *bg}
+		p := pipeline.Portfolio{ID: pos[0], Name: *name, BalancingGroup: *bg, ExchangeBalancingGroup: *xbg}
 		for _, s := range strings.Split(*areas, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				p.ControlAreas = append(p.ControlAreas, pipeline.ControlArea(s))
@@ -363,8 +372,37 @@ func (a *app) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	runner, err := a.newRunner(db, bucket, reg, nil)
+	if err != nil {
+		return err
+	}
 	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
-		InboxFiles: db, InboxBucket: bucket, Events: db}
+		InboxFiles: db, InboxBucket: bucket, Events: db, Runner: runner, Results: db, Trades: db}
+	// The scheduler fires the stages on cron on the one process that holds
+	// the leader lock; it stops with the process.
+	schedDone := make(chan struct{})
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopSched(); <-schedDone }()
+	if a.cfg.Pipeline.Scheduler {
+		specs, err := a.stageSpecs()
+		if err != nil {
+			close(schedDone)
+			return err
+		}
+		sched, err := jobs.NewScheduler(runner, db, jobs.SchedulerConfig{Specs: specs, Now: a.now})
+		if err != nil {
+			close(schedDone)
+			return err
+		}
+		go func() {
+			defer close(schedDone)
+			if err := sched.Run(schedCtx); err != nil {
+				a.log.Error("scheduler stopped", "err", err)
+			}
+		}()
+	} else {
+		close(schedDone)
+	}
 	// The inbox runs beside the API and stops with it; a file being staged
 	// when the process stops is rolled back and processed on the next start.
 	inboxDone := make(chan struct{})

@@ -47,3 +47,25 @@ if ! command -v aws >/dev/null 2>&1; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq awscli >/dev/null
 fi
+
+# DuckDB for Node (npm @duckdb/node-api, which ships its binary), the second
+# independent Parquet reader of the lake tests (storage/lake/laketest), pinned;
+# keep the version in sync with laketest.go.
+NODE_DIR="${SCHEDBRIDGE_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/schedbridge/node}"
+DUCKDB_NODE_VERSION=1.5.6-r.1
+if ! grep -qs "\"version\": \"$DUCKDB_NODE_VERSION\"" "$NODE_DIR/node_modules/@duckdb/node-api/package.json"; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "test-deps: installing nodejs and npm" >&2
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then
+      command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install nodejs npm" >&2; exit 1; }
+      SUDO=sudo
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  echo "test-deps: installing @duckdb/node-api@$DUCKDB_NODE_VERSION into $NODE_DIR" >&2
+  mkdir -p "$NODE_DIR"
+  npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error "@duckdb/node-api@$DUCKDB_NODE_VERSION" >/dev/null
+fi

@@ -2,7 +2,8 @@
 // under inbox/<portfolio>/<kind>/<name>, claims each so that only one running
 // process works on it, validates it with the API's rules, stages it exactly
 // once and moves it to processed/ with a receipt or to rejected/ with its
-// errors.
+// errors. The TSOs' answers to the schedules sent arrive the same way, under
+// inbox/tso/<name> (see answers.go).
 //
 // Exactly once rests on three facts. The claim is a database row with a lease,
 // so two processes never both work on a file, and a crashed holder's file is
@@ -58,6 +59,8 @@ type Stager interface {
 	Profiles(ctx context.Context, entries []pipeline.ProfileEntry) error
 	Locations(ctx context.Context, locs []pipeline.Location) error
 	Forecast(ctx context.Context, f pipeline.Forecast, canonical []byte) error
+	// Trades replaces the portfolio's trade set of set.Day with set.
+	Trades(ctx context.Context, set pipeline.TradeSet, canonical []byte) error
 	ValidateOnly()
 	Commit(ctx context.Context, fileID int64, owner, dest string, a *pipeline.AuditEntry,
 		receipt func(pipeline.StageResult) ([]byte, error)) (pipeline.StageResult, error)
@@ -98,6 +101,10 @@ type Config struct {
 	Logger   *slog.Logger
 	// Registerer takes the inbox metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// ParseAnswer and Answers take TSO answers in (inbox/tso/<name>). Without
+	// them answer files stay in the inbox and count as failed.
+	ParseAnswer AnswerParser
+	Answers     AnswerStore
 }
 
 // Processor scans the inbox and processes its files.
@@ -286,12 +293,22 @@ func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 }
 
 // layout is where a key sits in inbox/<portfolio>/<kind>/<name>, with the
-// kind and the format that its folder and name give.
+// kind and the format that its folder and name give, or in inbox/tso/<name>.
 type layout struct {
-	portfolio, kind, name string
+	portfolio, kind, name string // portfolio: the folder, "tso" for an answer
 	rest                  string // the key after inbox/<portfolio>/
 	bulkKind              ingest.BulkKind
 	format                ingest.BulkFormat
+	answer                bool // a TSO answer: no portfolio, no bulk kind
+}
+
+// portfolioID is the portfolio the file's claim is recorded for: none for
+// a TSO answer, whose portfolio only the message it answers tells.
+func (l layout) portfolioID() string {
+	if l.answer {
+		return ""
+	}
+	return l.portfolio
 }
 
 func parseLayout(key string) (layout, error) {
@@ -300,6 +317,10 @@ func parseLayout(key string) (layout, error) {
 	l := layout{portfolio: unknownPortfolio, rest: rel}
 	if len(parts) >= 2 {
 		l.portfolio, l.rest = parts[0], strings.Join(parts[1:], "/")
+	}
+	if len(parts) == 2 && parts[0] == AnswerFolder && parts[1] != "" {
+		l.kind, l.name, l.answer = answerKind, parts[1], true
+		return l, nil
 	}
 	if len(parts) != 3 {
 		return l, pipeline.Errorf(pipeline.Invalid,
@@ -317,7 +338,12 @@ func parseLayout(key string) (layout, error) {
 // handle claims and processes one inbox object.
 func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome, error) {
 	l, layoutErr := parseLayout(o.Key)
-	f := pipeline.InboxFile{Key: o.Key, ETag: o.ETag, Size: o.Size, PortfolioID: l.portfolio, Kind: l.kind, Name: l.name}
+	if l.answer && !p.answersEnabled() {
+		// A deployment without the answer parts: the file waits, unclaimed,
+		// for one that has them.
+		return outcomeFailed, pipeline.Errorf(pipeline.Unavailable, "TSO answer %s: no answer parser and store are configured", o.Key)
+	}
+	f := pipeline.InboxFile{Key: o.Key, ETag: o.ETag, Size: o.Size, PortfolioID: l.portfolioID(), Kind: l.kind, Name: l.name}
 	claim, ok, err := p.store.ClaimInboxFile(ctx, f, p.cfg.Owner, p.cfg.Now(), p.cfg.Lease)
 	if err != nil {
 		return outcomeFailed, err
@@ -400,6 +426,9 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	if layoutErr != nil {
 		return p.reject(ctx, f, l, rejectReason{reason: pipeline.MessageOf(layoutErr)})
 	}
+	if l.answer {
+		return p.processAnswer(ctx, f, l)
+	}
 	kind := l.bulkKind
 	if f.Size > p.cfg.MaxFileBytes {
 		return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
@@ -468,7 +497,14 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	} else {
 		opt.SkipHash = true // pass 1 computed it
 		if err := stageOverlapped(ctx, st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
-			_, err := ingest.DecodeBulk(ctx, kind, pass2, opt, emit)
+			_, err := ingest.DecodeBulk(ctx, kind, pass2, opt, func(b ingest.BulkBatch) error {
+				// The decoder leaves a trade set's portfolio to the one
+				// who knows it: the file's folder names it.
+				if b.Trades != nil {
+					b.Trades.Portfolio = l.portfolio
+				}
+				return emit(b)
+			})
 			return err
 		}); err != nil {
 			if cause := context.Cause(ctx); cause != nil && pipeline.KindOf(cause) == pipeline.Conflict {
@@ -537,6 +573,8 @@ func stagingKind(k ingest.BulkKind) string {
 		return "profile"
 	case ingest.BulkMasterData:
 		return "location"
+	case ingest.BulkTrades:
+		return "trades"
 	default:
 		return "forecast"
 	}
@@ -594,14 +632,17 @@ func stageBatch(ctx context.Context, st Stager, b ingest.BulkBatch) error {
 		return st.Locations(ctx, b.Locations)
 	case b.Forecast != nil:
 		return st.Forecast(ctx, *b.Forecast, b.Canonical)
+	case b.Trades != nil:
+		return st.Trades(ctx, *b.Trades, b.Canonical)
 	}
 	return nil
 }
 
 // reject records why a claimed file is invalid and moves it to rejected/.
 func (p *Processor) reject(ctx context.Context, f pipeline.InboxFile, l layout, why rejectReason) (outcome, error) {
-	// A file in the layout goes to rejected/<portfolio>/<name>; one outside
-	// it keeps its path below the portfolio, so that nothing collides.
+	// A file in the layout goes to rejected/<portfolio>/<name> (a TSO answer
+	// to rejected/tso/<name>); one outside it keeps its path below the
+	// portfolio, so that nothing collides.
 	name := l.name
 	if name == "" {
 		name = l.rest
@@ -615,7 +656,7 @@ func (p *Processor) reject(ctx context.Context, f pipeline.InboxFile, l layout, 
 		problems = []ingest.FileProblem{}
 	}
 	doc, err := json.MarshalIndent(Errors{
-		ID: f.ID, File: f.Key, Dest: dest, Portfolio: l.portfolio, Kind: l.kind, Reason: why.reason,
+		ID: f.ID, File: f.Key, Dest: dest, Portfolio: f.PortfolioID, Kind: l.kind, Reason: why.reason,
 		ErrorCount: why.count, Errors: problems, Truncated: why.count > len(why.problems),
 		RejectedAt: p.cfg.Now().UTC(),
 	}, "", "  ")
@@ -666,6 +707,12 @@ func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, 
 	}
 	b, _ := json.Marshal(data)
 	ev := pipeline.Event{At: p.cfg.Now(), Kind: kind, PortfolioID: f.PortfolioID, Subject: f.Key, Data: b}
+	if out == outcomeProcessed && f.Kind == answerKind {
+		// A TSO answer is reported as what it means for the schedule.
+		if ev, err = answerEvent(f, p.cfg.Now()); err != nil {
+			return outcomeFailed, err
+		}
+	}
 	if err := p.store.FinishInboxFile(ctx, f.ID, p.cfg.Owner, p.cfg.Now(), ev); err != nil {
 		if pipeline.KindOf(err) == pipeline.Conflict {
 			return outcomeBusy, nil

@@ -33,7 +33,7 @@ type BulkStage struct {
 }
 
 // BeginBulk starts staging a file of the given staging kind (forecast,
-// location, metered, profile) for a portfolio.
+// location, metered, profile, trades) for a portfolio.
 func (db *DB) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (*BulkStage, error) {
 	t, ok := stagingKinds[kind]
 	if !ok {

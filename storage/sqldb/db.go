@@ -1,5 +1,6 @@
 // Package sqldb is the relational store of schedbridge: portfolios, API keys,
-// the audit trail and the versioned staging area. It speaks SQLite (the embedded
+// the audit trail, the versioned staging area, and the pipeline's run
+// records, read models and schedule messages. It speaks SQLite (the embedded
 // default) and PostgreSQL through uptrace/bun, with one schema and one contract
 // test suite for both.
 package sqldb
@@ -47,6 +48,8 @@ type DB struct {
 	// lockPath is the file that serialises migrations on SQLite, where there is
 	// no advisory lock; a crashed process releases its flock automatically.
 	lockPath string
+	// path is the SQLite database file; leader locks are files beside it.
+	path string
 }
 
 // Options configure Open.
@@ -120,7 +123,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 		sqldb.SetMaxOpenConns(n)
 		sqldb.SetMaxIdleConns(n)
-		db := &DB{bun: bun.NewDB(sqldb, sqlitedialect.New()), dialect: SQLite, lockPath: path + ".migrate.lock"}
+		db := &DB{bun: bun.NewDB(sqldb, sqlitedialect.New()), dialect: SQLite, lockPath: path + ".migrate.lock", path: path}
 		if err := db.Ping(ctx); err != nil {
 			sqldb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)

@@ -215,6 +215,7 @@ type eventRow struct {
 	Kind        string    `bun:"kind"`
 	PortfolioID string    `bun:"portfolio_id"`
 	Subject     string    `bun:"subject"`
+	DeliveryDay *string   `bun:"delivery_day"`
 	Data        string    `bun:"data"`
 }
 
@@ -224,6 +225,9 @@ func insertEvent(ctx context.Context, conn bun.IDB, ev pipeline.Event) error {
 		data = "{}"
 	}
 	row := eventRow{At: ev.At.UTC(), Kind: ev.Kind, PortfolioID: ev.PortfolioID, Subject: ev.Subject, Data: data}
+	if ev.DeliveryDay != nil {
+		row.DeliveryDay = nullable(ev.DeliveryDay.String())
+	}
 	if _, err := conn.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 		return fmt.Errorf("insert event %s: %w", ev.Kind, err)
 	}
@@ -236,7 +240,8 @@ func (db *DB) RecordEvent(ctx context.Context, ev pipeline.Event) error {
 }
 
 // Events returns events in id order (oldest first) after q.AfterID, so a
-// console can poll with the last id it saw.
+// console can poll with the last id it saw, filtered by kind, portfolio,
+// time range [From, To) and delivery day.
 func (db *DB) Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Event, error) {
 	var rows []eventRow
 	sel := db.bun.NewSelect().Model(&rows).Where("id > ?", q.AfterID).Order("id").Limit(int64(max(q.Limit, 1)))
@@ -250,6 +255,15 @@ func (db *DB) Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Eve
 	if q.Portfolio != "" {
 		sel = sel.Where("portfolio_id = ?", q.Portfolio)
 	}
+	if !q.From.IsZero() {
+		sel = sel.Where("at >= ?", q.From.UTC())
+	}
+	if !q.To.IsZero() {
+		sel = sel.Where("at < ?", q.To.UTC())
+	}
+	if q.Day != nil {
+		sel = sel.Where("delivery_day = ?", q.Day.String())
+	}
 	if err := sel.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
@@ -257,6 +271,13 @@ func (db *DB) Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Eve
 	for i, r := range rows {
 		out[i] = pipeline.Event{ID: r.ID, At: r.At.UTC(), Kind: r.Kind, PortfolioID: r.PortfolioID,
 			Subject: r.Subject, Data: json.RawMessage(r.Data)}
+		if r.DeliveryDay != nil {
+			d, err := pipeline.ParseDay(*r.DeliveryDay)
+			if err != nil {
+				return nil, fmt.Errorf("event %d: stored %w", r.ID, err)
+			}
+			out[i].DeliveryDay = &d
+		}
 	}
 	return out, nil
 }

@@ -16,12 +16,14 @@ import (
 type portfolioRow struct {
 	bun.BaseModel `bun:"table:portfolios"`
 
-	ID             string    `bun:"id,pk"`
-	Name           string    `bun:"name"`
-	ControlAreas   string    `bun:"control_areas"`
-	BalancingGroup string    `bun:"balancing_group"`
-	CreatedAt      time.Time `bun:"created_at"`
-	UpdatedAt      time.Time `bun:"updated_at"`
+	ID             string `bun:"id,pk"`
+	Name           string `bun:"name"`
+	ControlAreas   string `bun:"control_areas"`
+	BalancingGroup string `bun:"balancing_group"`
+	// ExchangeBalancingGroup is '' when the portfolio has none.
+	ExchangeBalancingGroup string    `bun:"exchange_balancing_group"`
+	CreatedAt              time.Time `bun:"created_at"`
+	UpdatedAt              time.Time `bun:"updated_at"`
 }
 
 func (r portfolioRow) domain() pipeline.Portfolio {
@@ -33,7 +35,8 @@ func (r portfolioRow) domain() pipeline.Portfolio {
 	}
 	return pipeline.Portfolio{
 		ID: r.ID, Name: r.Name, ControlAreas: pipeline.NewAreaSet(areas...).Sorted(),
-		BalancingGroup: r.BalancingGroup, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		BalancingGroup: r.BalancingGroup, ExchangeBalancingGroup: r.ExchangeBalancingGroup,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 	}
 }
 
@@ -46,14 +49,15 @@ func joinAreas(areas []pipeline.ControlArea) string {
 }
 
 // PutPortfolio creates the portfolio or updates its name, control areas and
-// balancing group. It reports whether the portfolio was created.
+// balancing groups. It reports whether the portfolio was created.
 func (db *DB) PutPortfolio(ctx context.Context, p pipeline.Portfolio, now time.Time) (bool, error) {
 	if err := p.Validate(); err != nil {
 		return false, err
 	}
 	row := portfolioRow{
 		ID: p.ID, Name: p.Name, ControlAreas: joinAreas(pipeline.NewAreaSet(p.ControlAreas...).Sorted()),
-		BalancingGroup: p.BalancingGroup, CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
+		BalancingGroup: p.BalancingGroup, ExchangeBalancingGroup: p.ExchangeBalancingGroup,
+		CreatedAt: now.UTC(), UpdatedAt: now.UTC(),
 	}
 	created := false
 	err := db.inTx(ctx, func(tx bun.Tx) error {
@@ -66,7 +70,7 @@ func (db *DB) PutPortfolio(ctx context.Context, p pipeline.Portfolio, now time.T
 			_, err = tx.NewInsert().Model(&row).Exec(ctx)
 			return err
 		}
-		_, err = tx.NewUpdate().Model(&row).Column("name", "control_areas", "balancing_group", "updated_at").
+		_, err = tx.NewUpdate().Model(&row).Column("name", "control_areas", "balancing_group", "exchange_balancing_group", "updated_at").
 			WherePK().Exec(ctx)
 		return err
 	})

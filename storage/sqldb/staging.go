@@ -507,10 +507,11 @@ func (db *DB) Location(ctx context.Context, portfolio, malo string) (pipeline.St
 
 var stagingKinds = map[string]stagingTable{
 	"forecast": forecastTable, "location": locationTable, "metered": meteredTable, "profile": profileTable,
+	"trades": tradeTable,
 }
 
 // CountVersions counts the stored versions of a staging kind (forecast,
-// location, metered, profile) for a portfolio: only the current ones, or all
+// location, metered, profile, trades) for a portfolio: only the current ones, or all
 // with the superseded history. The contract tests check version history with it.
 func (db *DB) CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error) {
 	t, ok := stagingKinds[kind]

@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/schedbridge/schedbridge/jobs"
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/calendar"
+	"github.com/schedbridge/schedbridge/storage/lake"
+	"github.com/schedbridge/schedbridge/storage/objstore"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// PipelineConfig tunes the day-ahead chain and its scheduler.
+type PipelineConfig struct {
+	// Scheduler runs the cron stages in serve (one leader per database).
+	Scheduler bool `yaml:"scheduler"`
+	// Schedule maps a stage to its cron spec in Europe/Berlin time ("-" = off).
+	Schedule map[string]string `yaml:"schedule"`
+	// Attempts and Backoff of a failed stage in a chain.
+	Attempts int           `yaml:"attempts"`
+	Backoff  time.Duration `yaml:"backoff"`
+	// HistoryWeeks is the look-back of the similar-day method for rlm/imsys.
+	HistoryWeeks int `yaml:"history_weeks"`
+	// HolidayStates maps an MGA to the state (BW, BY, ...) whose holidays its
+	// DSO applies to load profiles; unlisted MGAs use national holidays.
+	HolidayStates map[string]string `yaml:"holiday_states"`
+	// TSOParty and ControlAreaEIC override the receivers and domains of
+	// schedule messages per control area.
+	TSOParty       map[string]string `yaml:"tso_party"`
+	ControlAreaEIC map[string]string `yaml:"control_area_eic"`
+	// Compression of the Parquet snapshots: zstd or snappy.
+	Compression string `yaml:"compression"`
+}
+
+// runnerConfig turns the configuration into the runner's.
+func (a *app) runnerConfig() (jobs.Config, error) {
+	pc := a.cfg.Pipeline
+	c := jobs.Config{Now: a.now, Logger: a.log.With("component", "pipeline"), Attempts: pc.Attempts, Backoff: pc.Backoff}
+	c.Forecast.HistoryWeeks = pc.HistoryWeeks
+	if len(pc.HolidayStates) > 0 {
+		c.States = map[string]calendar.State{}
+		for mga, s := range pc.HolidayStates {
+			st, err := calendar.ParseState(s)
+			if err != nil {
+				return c, fmt.Errorf("pipeline.holiday_states[%s]: %w", mga, err)
+			}
+			c.States[mga] = st
+		}
+	}
+	areaMap := func(name string, m map[string]string) (map[pipeline.ControlArea]string, error) {
+		if len(m) == 0 {
+			return nil, nil
+		}
+		out := map[pipeline.ControlArea]string{}
+		for k, v := range m {
+			area, ok := pipeline.ParseControlArea(k)
+			if !ok {
+				return nil, fmt.Errorf("pipeline.%s: unknown control area %q", name, k)
+			}
+			if !pipeline.ValidEIC(v) {
+				return nil, fmt.Errorf("pipeline.%s[%s]: %q is not an EIC", name, k, v)
+			}
+			out[area] = v
+		}
+		return out, nil
+	}
+	var err error
+	if c.TSOParty, err = areaMap("tso_party", pc.TSOParty); err != nil {
+		return c, err
+	}
+	if c.AreaEIC, err = areaMap("control_area_eic", pc.ControlAreaEIC); err != nil {
+		return c, err
+	}
+	// Overrides complete the defaults rather than replace them.
+	if c.TSOParty != nil {
+		c.TSOParty = mergeDefaults(jobs.Defaults().TSOParty, c.TSOParty)
+	}
+	if c.AreaEIC != nil {
+		c.AreaEIC = mergeDefaults(jobs.Defaults().AreaEIC, c.AreaEIC)
+	}
+	return c, nil
+}
+
+func mergeDefaults(def, over map[pipeline.ControlArea]string) map[pipeline.ControlArea]string {
+	for k, v := range over {
+		def[k] = v
+	}
+	return def
+}
+
+// stageSpecs is the configured cron schedule per stage.
+func (a *app) stageSpecs() (map[pipeline.Stage]string, error) {
+	out := map[pipeline.Stage]string{}
+	for k, v := range a.cfg.Pipeline.Schedule {
+		st, err := pipeline.ParseStage(k)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline.schedule: %w", err)
+		}
+		out[st] = v
+	}
+	return out, nil
+}
+
+// newRunner wires the runner to the database, the lake and the outbox.
+func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Registerer, progress func(pipeline.Stage, int64, int64)) (*jobs.Runner, error) {
+	cfg, err := a.runnerConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Progress = progress
+	lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
+		SpoolDir: filepath.Join(a.cfg.DataDir, "tmp")})
+	r := jobs.New(db, lk, bucket, cfg)
+	if reg != nil {
+		if err := r.Register(reg); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// runCmd is `schedbridge run STAGE|chain --day D`: one stage (or the whole
+// chain) now, with a progress line on stderr.
+func (a *app) runCmd(ctx context.Context, args []string) error {
+	fs := newFlagSet("run", a.stderr)
+	dayFlag := fs.String("day", "", "delivery day YYYY-MM-DD (default: tomorrow in Europe/Berlin)")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("run: want one of forecast, aggregate, open-position, schedules or chain")
+	}
+	day := pipeline.DayOf(a.now()).AddDays(1)
+	if *dayFlag != "" {
+		if day, err = pipeline.ParseDay(*dayFlag); err != nil {
+			return err
+		}
+	}
+	var stage pipeline.Stage
+	if pos[0] != "chain" {
+		if stage, err = pipeline.ParseStage(pos[0]); err != nil {
+			return err
+		}
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	bucket, err := a.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	bar := newStageProgress(a.stderr)
+	r, err := a.newRunner(db, bucket, nil, bar.update)
+	if err != nil {
+		return err
+	}
+	var run pipeline.Run
+	if stage == "" {
+		run, err = r.Orchestrate(ctx, day, "cli")
+	} else {
+		run, err = r.RunStage(ctx, stage, day, "cli")
+	}
+	bar.finish()
+	if run.ID != 0 {
+		fmt.Fprintf(a.stderr, "%s %s: run %d %s", run.Stage, day, run.ID, run.Status)
+		if run.FinishedAt != nil {
+			fmt.Fprintf(a.stderr, " in %.1f s", run.FinishedAt.Sub(run.StartedAt).Seconds())
+		}
+		fmt.Fprintln(a.stderr)
+		fmt.Fprintln(a.stdout, string(run.Outputs))
+	}
+	return err
+}
+
+// stageProgress draws one line per stage on a terminal-like writer, at most
+// every 200 ms, so that a million locations do not flood a log file.
+type stageProgress struct {
+	mu    sync.Mutex
+	w     io.Writer
+	last  time.Time
+	stage pipeline.Stage
+	drawn bool
+}
+
+func newStageProgress(w io.Writer) *stageProgress { return &stageProgress{w: w} }
+
+func (p *stageProgress) update(st pipeline.Stage, done, total int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st != p.stage && p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+	p.stage = st
+	now := time.Now()
+	if now.Sub(p.last) < 200*time.Millisecond && done < total {
+		return
+	}
+	p.last = now
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * float64(done) / float64(total)
+	}
+	width := 30
+	filled := min(width, int(pct/100*float64(width)))
+	fmt.Fprintf(p.w, "\r%-14s [%s%s] %5.1f%% %d/%d", st, strings.Repeat("#", filled), strings.Repeat(".", width-filled), pct, done, total)
+	p.drawn = true
+}
+
+func (p *stageProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}

@@ -1,0 +1,193 @@
+package ingest
+
+import (
+	"fmt"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// TradesSubmission is a validated body of PUT /v1/process/trades: the whole
+// trade set of a portfolio for one delivery day, which replaces the stored set.
+type TradesSubmission struct {
+	// Set holds the delivery day and the trades; Portfolio is left empty for
+	// the caller, who knows whose set it is.
+	Set          pipeline.TradeSet
+	ValidateOnly bool
+	InputHash    string // hex SHA-256 of Canonical
+	// Canonical is the canonical JSON of the set without the portfolio:
+	// {"delivery_day": ..., "trades": [...]}. The day is part of it although
+	// the API takes it from the query, so that a bulk file, which names the
+	// day in its body, has the same hash for the same content.
+	Canonical []byte
+}
+
+// DecodeTrades decodes and validates a trades body (model TradesSubmission:
+// trades, validate_only) for the delivery day given in the query. An empty
+// trades list is valid: it clears the day's trades. Errors are *SchemaError
+// or *BusinessError.
+func DecodeTrades(body []byte, day pipeline.Day, r Rules) (*TradesSubmission, error) {
+	return decodeTrades(body, &day, r)
+}
+
+// decodeTrades decodes the API body when day is given, or else the bulk
+// document {"delivery_day": ..., "trades": [...], "validate_only": ...},
+// whose delivery_day is then a required field before trades.
+func decodeTrades(body []byte, day *pipeline.Day, r Rules) (*TradesSubmission, error) {
+	c, root, err := decodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	loc := bodyPath()
+	set := pipeline.TradeSet{}
+	if day != nil {
+		set.Day = *day
+	} else {
+		c.dateField(root, loc, "delivery_day", required, &set.Day)
+	}
+	validateOnly := false
+	c.tradeList(root, loc, &set.Trades)
+	c.flag(root, loc, "validate_only", &validateOnly)
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	var out findings
+	tradeFindings(&set, r, func(_ int, _, msg string) { out.addf("%s", msg) })
+	if err := out.err(); err != nil {
+		return nil, err
+	}
+	canonical := canonicalTrades(&set, len(body))
+	return &TradesSubmission{Set: set, ValidateOnly: validateOnly, InputHash: inputHash(canonical), Canonical: canonical}, nil
+}
+
+// tradeList validates the required list of trades into dst. Unlike the
+// lists of the other models it may be empty, since an empty set is how a
+// day's trades are withdrawn.
+func (c *checker) tradeList(obj *node, loc path, dst *[]pipeline.Trade) bool {
+	if v := obj.field("trades"); v != nil && v.kind == kindArray && len(c.elems(v)) == 0 {
+		*dst = []pipeline.Trade{}
+		return true
+	}
+	return list(c, obj, loc, "trades", required, c.tradeModel, dst)
+}
+
+// tradeModel validates one Trade.
+func (c *checker) tradeModel(loc path, n *node) (pipeline.Trade, bool) {
+	t := pipeline.Trade{Unit: pipeline.MW}
+	if !c.model(loc, n, "Trade") {
+		return t, false
+	}
+	ok := c.tradeKeys(n, loc, &t)
+	ok = c.quantities(n, loc, "values", &t.Values) && ok
+	return t, ok
+}
+
+// tradeKeys validates the fields of a Trade before its values; a trades CSV
+// row has its values checked as CSV cells instead.
+func (c *checker) tradeKeys(n *node, loc path, t *pipeline.Trade) bool {
+	ok := text(c, n, loc, "control_area", required, anyText, &t.ControlArea)
+	ok = c.counterparty(n, loc, &t.Counterparty) && ok
+	ok = choice(c, n, loc, "direction", required, directions, &t.Direction) && ok
+	ok = choice(c, n, loc, "unit", defaulted, forecastUnits, &t.Unit) && ok
+	return ok
+}
+
+// directions is the Literal of Trade.direction.
+var directions = newLiteral(string(pipeline.Buy), string(pipeline.Sell))
+
+// balancingGroupPattern is the pattern of a balancing group's EIC as the
+// API's model declares it: an EIC (pipeline.ValidEIC) of type X.
+const balancingGroupPattern = `^[0-9]{2}X[0-9A-Z-]{12}[0-9A-Z]$`
+
+// counterparty validates the required counterparty field: the EIC of a
+// balancing group, reported as a pattern mismatch like any constrained
+// string.
+func (c *checker) counterparty(obj *node, loc path, dst *string) bool {
+	v, ok := c.lookup(obj, loc, "counterparty", required)
+	if v == nil {
+		return ok
+	}
+	l := loc.at("counterparty")
+	s, ok := c.text(l, v, anyText)
+	if !ok {
+		return false
+	}
+	if !isBalancingGroup(s) {
+		c.fail(l, "string_pattern_mismatch", "String should match pattern '"+balancingGroupPattern+"'", v,
+			map[string]any{"pattern": balancingGroupPattern})
+		return false
+	}
+	*dst = s
+	return true
+}
+
+// isBalancingGroup reports whether s is the EIC of a balancing group: 16
+// characters of EIC shape whose type letter, the third character, is X.
+func isBalancingGroup(s string) bool { return pipeline.ValidEIC(s) && s[2] == 'X' }
+
+// tradeFindings applies the business rules of a trade set in the API's
+// order and reports each broken one with the trade it is about and the
+// field that breaks it ("values", "control_area"; "" for a duplicate, which
+// no single field makes), so that a CSV file can point at the row and
+// column as well as give the API's message.
+func tradeFindings(set *pipeline.TradeSet, r Rules, report func(trade int, field, msg string)) {
+	want := set.Day.Intervals()
+	for i, t := range set.Trades {
+		if len(t.Values) != want {
+			report(i, "values", fmt.Sprintf("trades[%d] has %d intervals, expected %d for %s", i, len(t.Values), want, set.Day))
+		}
+		if !r.Active.Has(string(t.ControlArea)) {
+			report(i, "control_area", fmt.Sprintf("trades[%d]: control area %s is not in the active set", i, t.ControlArea))
+		}
+	}
+	// Two trades with the same key would be summed by some readers and
+	// taken as a correction by others; a set names each exchange once.
+	type key struct {
+		area         pipeline.ControlArea
+		counterparty string
+		direction    pipeline.Direction
+	}
+	first := make(map[key]int, len(set.Trades))
+	for i, t := range set.Trades {
+		k := key{t.ControlArea, t.Counterparty, t.Direction}
+		if j, dup := first[k]; dup {
+			report(i, "", fmt.Sprintf("trades[%d]: duplicate of trades[%d] (%s, %s, %s): a set has one trade per control area, counterparty and direction",
+				i, j, t.ControlArea, t.Counterparty, t.Direction))
+		} else {
+			first[k] = i
+		}
+	}
+}
+
+// canonicalTrades is the canonical encoding of a trade set without its
+// portfolio, keys sorted as everywhere.
+func canonicalTrades(set *pipeline.TradeSet, bodyLen int) []byte {
+	o := obj{b: append(canonicalBuffer(bodyLen), '{')}
+	o.day("delivery_day", set.Day)
+	writeList(&o, "trades", set.Trades, func(o *obj, t *pipeline.Trade) {
+		o.str("control_area", string(t.ControlArea))
+		o.str("counterparty", t.Counterparty)
+		o.str("direction", string(t.Direction))
+		o.str("unit", string(t.Unit))
+		o.floats("values", t.Values)
+	})
+	return append(o.b, '}')
+}
+
+// QueryDay validates a day given as a query parameter the way body dates
+// are validated, so that PUT /v1/process/trades?day=... answers a bad or
+// missing day with the same 422 shape: a *SchemaError with loc
+// ["query", name]. present tells whether the parameter was given at all.
+func QueryDay(name, value string, present bool) (pipeline.Day, error) {
+	if !present {
+		return pipeline.Day{}, &SchemaError{Problems: []Problem{{
+			Type: "missing", Loc: []string{"query", name}, Msg: "Field required", Input: nil, Ctx: map[string]any{},
+		}}}
+	}
+	d, p := parseDate(value)
+	if p != nil {
+		p.Loc = []string{"query", name}
+		p.Input = value
+		return pipeline.Day{}, &SchemaError{Problems: []Problem{*p}}
+	}
+	return d, nil
+}

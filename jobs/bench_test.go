@@ -1,0 +1,195 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/schedbridge/schedbridge/jobs"
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/lake"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
+	"github.com/schedbridge/schedbridge/storage/objstore"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// EnvBenchLocations scales BenchmarkChain (default 20,000 market
+// locations; `make bench-chain` runs 1,000,000).
+const EnvBenchLocations = "SCHEDBRIDGE_BENCH_LOCATIONS"
+
+// BenchmarkChain is the issue's chain benchmark: a portfolio of N market
+// locations (95% slp over seven BDEW profiles and DSO profiles for some
+// MGAs, 5% rlm with eight weeks of metered history) on the embedded default
+// (SQLite + local directory store), then the whole chain for one day. It
+// reports per-stage wall time and values per second, the peak RSS of the
+// chain alone, and DuckDB's time for the same aggregation over the same
+// forecast_malo Parquet files.
+func BenchmarkChain(b *testing.B) {
+	n := 20000
+	if s := os.Getenv(EnvBenchLocations); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(dir, "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	bucket, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup := time.Now()
+	p := pipeline.Portfolio{ID: "bench", Name: "Bench", BalancingGroup: bg, ExchangeBalancingGroup: exchange,
+		ControlAreas: []pipeline.ControlArea{pipeline.TenneT, pipeline.Amprion, pipeline.FiftyHertz, pipeline.TransnetBW}}
+	if _, err := db.PutPortfolio(ctx, p, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: n, RLMShare: 0.05, Areas: p.ControlAreas, MGAs: 50, HistoryWeeks: 8, Day: day, Seed: 1}
+	locs := jobs.SynthLocations(sc)
+	stageBulk(b, db, "location", func(st *sqldb.BulkStage) error { return st.Locations(ctx, locs) })
+	var hist []pipeline.MeteredEntry
+	var meteredValues int
+	stageBulk(b, db, "metered", func(st *sqldb.BulkStage) error {
+		if err := jobs.SynthHistory(sc, locs, func(e pipeline.MeteredEntry) error {
+			hist = append(hist, e)
+			meteredValues += len(e.Values)
+			if len(hist) == 5000 {
+				err := st.Metered(ctx, hist)
+				hist = hist[:0]
+				return err
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return st.Metered(ctx, hist)
+	})
+	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: p.ID, Endpoint: "bench", InputHash: "p", StatusCode: 200}
+	if _, err := db.StageProfiles(ctx, a, jobs.SynthDSOProfiles(day, 10)); err != nil {
+		b.Fatal(err)
+	}
+	locs = nil
+	b.Logf("setup: %d locations, %d rlm history values staged in %.1f s", n, meteredValues, time.Since(setup).Seconds())
+
+	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir})
+	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
+	duck := laketest.DuckDB(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resetPeakRSS()
+		chain, err := r.Orchestrate(ctx, day, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		peak := peakRSS()
+		b.StopTimer()
+		runs, err := db.Runs(ctx, pipeline.RunQuery{ParentID: &chain.ID})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var aggSecs float64
+		var values int64
+		for _, run := range runs {
+			secs := run.FinishedAt.Sub(run.StartedAt).Seconds()
+			b.ReportMetric(secs, string(run.Stage)+"_s")
+			switch run.Stage {
+			case pipeline.StageForecast:
+				var o jobs.ForecastOutputs
+				_ = json.Unmarshal(run.Outputs, &o)
+				values = o.Values
+				b.ReportMetric(float64(o.Values)/secs, "forecast_values/s")
+				b.ReportMetric(o.CommitSeconds, "forecast_commit_s")
+			case pipeline.StageAggregate:
+				var o jobs.AggregateOutputs
+				_ = json.Unmarshal(run.Outputs, &o)
+				aggSecs = secs
+				b.ReportMetric(float64(o.Rows)/secs, "aggregate_values/s")
+			}
+		}
+		b.ReportMetric(chain.FinishedAt.Sub(chain.StartedAt).Seconds(), "chain_s")
+		b.ReportMetric(float64(peak)/(1<<20), "peak_rss_MiB")
+
+		// DuckDB aggregates the same forecast_malo files to control-area
+		// totals per quarter-hour, as the aggregate stage does.
+		snap, err := lk.Latest(ctx, pipeline.DatasetForecastMalo, day)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var files []string
+		for _, f := range snap.Files {
+			files = append(files, laketest.Quote(filepath.Join(dir, "bucket", f.Key)))
+		}
+		res, err := duck.Query(ctx, fmt.Sprintf(`select portfolio, control_area, kind, qh_index, sum(power_mw) as mw
+			from read_parquet([%s]) group by all`, strings.Join(files, ",")))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Rows) == 0 {
+			b.Fatal("DuckDB found no rows")
+		}
+		b.ReportMetric(res.Elapsed.Seconds(), "duckdb_aggregate_s")
+		b.ReportMetric(aggSecs/res.Elapsed.Seconds(), "aggregate_vs_duckdb")
+		b.Logf("chain for %d locations (%d values): %.1f s, peak RSS %.0f MiB; aggregate %.2f s vs DuckDB %.2f s",
+			n, values, chain.FinishedAt.Sub(chain.StartedAt).Seconds(), float64(peak)/(1<<20), aggSecs, res.Elapsed.Seconds())
+		b.StartTimer()
+	}
+}
+
+// stageBulk stages a large input in one bulk transaction, as the inbox does.
+func stageBulk(b *testing.B, db *sqldb.DB, kind string, fn func(*sqldb.BulkStage) error) {
+	b.Helper()
+	ctx := context.Background()
+	// Bulk staging commits under an inbox claim, as a dropped file would.
+	f, ok, err := db.ClaimInboxFile(ctx, pipeline.InboxFile{Key: "inbox/bench/" + kind + "/bench.csv", ETag: "1", PortfolioID: "bench", Kind: kind},
+		"bench", time.Now(), time.Hour)
+	if err != nil || !ok {
+		b.Fatalf("claim: %v %v", ok, err)
+	}
+	st, err := db.BeginBulk(ctx, kind, "bench", kind, time.Now())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Rollback()
+	if err := fn(st); err != nil {
+		b.Fatal(err)
+	}
+	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: "bench", Endpoint: "bench " + kind, InputHash: kind, StatusCode: 200}
+	if _, err := st.Commit(ctx, f.ID, "bench", "processed/bench", a, func(pipeline.StageResult) ([]byte, error) { return nil, nil }); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// resetPeakRSS resets the kernel's high-water mark of this process's
+// resident set (Linux: clear_refs 5), so peakRSS measures the chain alone.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// peakRSS is VmHWM of this process in bytes (0 where /proc is missing).
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}

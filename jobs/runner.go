@@ -1,0 +1,333 @@
+// Package jobs runs the day-ahead chain: it reads the staging area, hands the
+// data to the pure stage functions of pipeline/, writes their Arrow records to
+// the Parquet lake, materializes the read models, writes schedule messages to
+// the outbox, and records every run. The scheduler (scheduler.go) fires the
+// stages on cron in Europe/Berlin time on the one process that holds the
+// leader lock.
+//
+// Stages talk to each other only through published results: the forecast
+// stage publishes forecast_malo to the lake, the aggregate stage reads the
+// latest complete forecast_malo snapshot of the day, and so on. A stage that
+// fails publishes nothing, so the previous complete run stays what readers
+// see, and a stage run twice on the same inputs produces the same outputs.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/calendar"
+	"github.com/schedbridge/schedbridge/pipeline/forecast"
+	"github.com/schedbridge/schedbridge/pipeline/slp"
+	"github.com/schedbridge/schedbridge/storage/lake"
+)
+
+// Store is what the runner needs of the database.
+type Store interface {
+	Portfolios(ctx context.Context) ([]pipeline.Portfolio, error)
+	RecordEvent(ctx context.Context, ev pipeline.Event) error
+
+	CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, error)
+	FinishRun(ctx context.Context, id int64, status pipeline.RunStatus, errText string, outputs json.RawMessage, now time.Time) error
+	Runs(ctx context.Context, q pipeline.RunQuery) ([]pipeline.Run, error)
+	FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error)
+
+	CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error)
+	CurrentLocations(ctx context.Context, portfolio string, batch int, fn func([]pipeline.Location) error) error
+	MeteredHistory(ctx context.Context, portfolio string, days []pipeline.Day, fn func(pipeline.MeteredEntry) error) error
+	ProfilesForDay(ctx context.Context, portfolio string, day pipeline.Day) ([]pipeline.ProfileEntry, error)
+	Forecast(ctx context.Context, portfolio string, day pipeline.Day, version int) (pipeline.StoredForecast, error)
+	Trades(ctx context.Context, portfolio string, day pipeline.Day) (pipeline.TradeSet, int, error)
+
+	PublishPositions(ctx context.Context, runID int64, day pipeline.Day, rows []pipeline.PositionRow) error
+	PublishOpenPosition(ctx context.Context, runID int64, day pipeline.Day, rows []pipeline.OpenPositionRow) error
+
+	RecordSchedule(ctx context.Context, m pipeline.ScheduleMessage) (pipeline.ScheduleMessage, bool, error)
+}
+
+// Lake is the Parquet dataset store (storage/lake).
+type Lake interface {
+	Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema) (*lake.Writer, error)
+	Latest(ctx context.Context, dataset string, day pipeline.Day) (lake.Snapshot, error)
+	Read(ctx context.Context, s lake.Snapshot, columns []string, fn func(arrow.RecordBatch) error) error
+}
+
+// Outbox is where schedule messages go: the object store.
+type Outbox interface {
+	Put(ctx context.Context, key string, r io.Reader, size int64) error
+	Stat(ctx context.Context, key string) (pipeline.ObjectInfo, error)
+}
+
+// Config tunes the runner. Zero values take the defaults noted.
+type Config struct {
+	Now    func() time.Time
+	Alloc  memory.Allocator
+	Logger *slog.Logger
+	// Forecast configures forecast generation; Profiles and StateOf are
+	// filled in when nil.
+	Forecast forecast.Config
+	// States maps an MGA to the state whose public holidays its DSO applies;
+	// MGAs not listed use the national holidays only.
+	States map[string]calendar.State
+	// TSOParty and AreaEIC are the receivers and domains of schedule
+	// messages per control area (defaults: fahrplan.DefaultTSOParty and
+	// fahrplan.ControlAreaEIC).
+	TSOParty map[pipeline.ControlArea]string
+	AreaEIC  map[pipeline.ControlArea]string
+	// Attempts per stage in a chain (default 3) and the wait before the
+	// first retry (default 30 s), doubled for each further retry.
+	Attempts int
+	Backoff  time.Duration
+	// Progress, when set, is told how far a stage is (e.g. locations done
+	// of total); the command line draws it.
+	Progress func(stage pipeline.Stage, done, total int64)
+	// Sleep waits between retries; tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Runner executes stages and chains. It runs one stage at a time per
+// process; the scheduler's leader lock keeps other processes from running
+// cron stages at the same time.
+type Runner struct {
+	store  Store
+	lake   Lake
+	outbox Outbox
+	cfg    Config
+	log    *slog.Logger
+	m      metrics
+	mu     sync.Mutex
+}
+
+// New returns a runner.
+func New(store Store, lk Lake, outbox Outbox, cfg Config) *Runner {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Alloc == nil {
+		cfg.Alloc = memory.DefaultAllocator
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Forecast.Profiles == nil {
+		cfg.Forecast.Profiles = slp.NewTable()
+	}
+	if cfg.Forecast.Alloc == nil {
+		cfg.Forecast.Alloc = cfg.Alloc
+	}
+	if cfg.Forecast.StateOf == nil {
+		states := cfg.States
+		cfg.Forecast.StateOf = func(mga string) calendar.State { return states[mga] }
+	}
+	if cfg.TSOParty == nil {
+		cfg.TSOParty = defaultTSOParty()
+	}
+	if cfg.AreaEIC == nil {
+		cfg.AreaEIC = defaultAreaEIC()
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 3
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 30 * time.Second
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	return &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, log: cfg.Logger, m: newMetrics()}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// RunStage runs one stage for the day now, once. The returned run is
+// finished; when it failed, the error says why.
+func (r *Runner) RunStage(ctx context.Context, stage pipeline.Stage, day pipeline.Day, trigger string) (pipeline.Run, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.runStage(ctx, stage, day, trigger, nil, 1)
+}
+
+// Orchestrate runs the whole chain for the day: each stage with retries and
+// backoff; a stage that still fails stops the chain.
+func (r *Runner) Orchestrate(ctx context.Context, day pipeline.Day, trigger string) (pipeline.Run, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	chain, err := r.store.CreateRun(ctx, pipeline.Run{
+		Stage: pipeline.StageChain, Day: day, Status: pipeline.RunRunning, Trigger: trigger, Attempt: 1, StartedAt: r.cfg.Now(),
+	})
+	if err != nil {
+		return pipeline.Run{}, fmt.Errorf("orchestrate %s: %w", day, err)
+	}
+	r.event(ctx, "run.started", chain, nil)
+	var summary []map[string]any
+	var chainErr error
+	for _, st := range pipeline.Stages {
+		run, err := r.withRetries(ctx, st, day, trigger, &chain.ID)
+		summary = append(summary, map[string]any{"stage": st, "run_id": run.ID, "status": run.Status, "attempt": run.Attempt})
+		if err != nil {
+			chainErr = fmt.Errorf("stage %s: %w", st, err)
+			break
+		}
+	}
+	out, _ := json.Marshal(map[string]any{"stages": summary})
+	return r.finish(ctx, chain, chainErr, out)
+}
+
+// withRetries runs a stage until it succeeds or the attempts are used up,
+// waiting Backoff, 2 x Backoff, ... between attempts.
+func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64) (pipeline.Run, error) {
+	wait := r.cfg.Backoff
+	for attempt := 1; ; attempt++ {
+		run, err := r.runStage(ctx, st, day, trigger, parent, attempt)
+		if err == nil || attempt >= r.cfg.Attempts || ctx.Err() != nil || !retryable(err) {
+			return run, err
+		}
+		r.event(ctx, "stage.retry", run, map[string]any{"attempt": attempt, "next_attempt_in_s": wait.Seconds(), "error": err.Error()})
+		r.log.WarnContext(ctx, "stage failed, retrying", "stage", st, "day", day.String(), "attempt", attempt, "wait", wait, "err", err)
+		if err := r.cfg.Sleep(ctx, wait); err != nil {
+			return run, err
+		}
+		wait *= 2
+	}
+}
+
+// retryable reports whether another attempt can help: bad input or a
+// missing prerequisite stays bad until someone acts, so it is not retried.
+func retryable(err error) bool {
+	switch pipeline.KindOf(err) {
+	case pipeline.Invalid, pipeline.NotFound, pipeline.Forbidden:
+		return false
+	}
+	return true
+}
+
+// stageFunc does the work of one stage and returns its outputs description.
+type stageFunc func(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error)
+
+func (r *Runner) stageFunc(st pipeline.Stage) stageFunc {
+	switch st {
+	case pipeline.StageForecast:
+		return r.forecastStage
+	case pipeline.StageAggregate:
+		return r.aggregateStage
+	case pipeline.StageOpenPosition:
+		return r.openPositionStage
+	case pipeline.StageSchedules:
+		return r.schedulesStage
+	}
+	return nil
+}
+
+func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, attempt int) (pipeline.Run, error) {
+	fn := r.stageFunc(st)
+	if fn == nil {
+		return pipeline.Run{}, pipeline.Errorf(pipeline.Invalid, "unknown stage %q", st)
+	}
+	run, err := r.store.CreateRun(ctx, pipeline.Run{
+		ParentID: parent, Stage: st, Day: day, Status: pipeline.RunRunning, Trigger: trigger, Attempt: attempt, StartedAt: r.cfg.Now(),
+	})
+	if err != nil {
+		return pipeline.Run{}, fmt.Errorf("stage %s %s: record run: %w", st, day, err)
+	}
+	r.event(ctx, "run.started", run, nil)
+	r.log.InfoContext(ctx, "stage started", "stage", st, "day", day.String(), "run", run.ID, "attempt", attempt)
+	started := time.Now()
+	ps, err := r.store.Portfolios(ctx)
+	var outputs any
+	if err == nil {
+		outputs, err = fn(ctx, run, ps)
+	}
+	if err != nil {
+		err = fmt.Errorf("stage %s %s: %w", st, day, err)
+	}
+	var out json.RawMessage
+	if outputs != nil {
+		out, _ = json.Marshal(outputs)
+	}
+	run, ferr := r.finish(ctx, run, err, out)
+	r.log.InfoContext(ctx, "stage finished", "stage", st, "day", day.String(), "run", run.ID,
+		"status", run.Status, "seconds", time.Since(started).Seconds())
+	return run, ferr
+}
+
+// finish records the end of a run and its event. The stage's error wins
+// over a failure to record it.
+func (r *Runner) finish(ctx context.Context, run pipeline.Run, stageErr error, out json.RawMessage) (pipeline.Run, error) {
+	now := r.cfg.Now()
+	run.FinishedAt = &now
+	run.Outputs = out
+	run.Status = pipeline.RunSucceeded
+	if stageErr != nil {
+		run.Status = pipeline.RunFailed
+		run.Error = stageErr.Error()
+	}
+	// The run record is written even when the stage's context was
+	// cancelled, so a shutdown does not leave it running.
+	wctx := context.WithoutCancel(ctx)
+	if err := r.store.FinishRun(wctx, run.ID, run.Status, run.Error, out, now); err != nil && stageErr == nil {
+		stageErr = fmt.Errorf("record run %d: %w", run.ID, err)
+	}
+	r.observe(run)
+	kind := "run.succeeded"
+	if run.Status == pipeline.RunFailed {
+		kind = "run.failed"
+	}
+	r.event(wctx, kind, run, nil)
+	return run, stageErr
+}
+
+// event records a console event about a run; failing to record one is
+// logged, not fatal, because the run record itself is the source of truth.
+func (r *Runner) event(ctx context.Context, kind string, run pipeline.Run, extra map[string]any) {
+	data := map[string]any{"run_id": run.ID, "stage": run.Stage, "status": run.Status, "attempt": run.Attempt, "trigger": run.Trigger}
+	if run.ParentID != nil {
+		data["parent_id"] = *run.ParentID
+	}
+	if run.Error != "" {
+		data["error"] = run.Error
+	}
+	for k, v := range extra {
+		data[k] = v
+	}
+	b, _ := json.Marshal(data)
+	day := run.Day
+	ev := pipeline.Event{At: r.cfg.Now(), Kind: kind, Subject: fmt.Sprintf("%s %s run %d", run.Stage, run.Day, run.ID), DeliveryDay: &day, Data: b}
+	if err := r.store.RecordEvent(ctx, ev); err != nil {
+		r.log.WarnContext(ctx, "record event", "kind", kind, "err", err)
+	}
+}
+
+// progress reports progress when someone listens.
+func (r *Runner) progress(st pipeline.Stage, done, total int64) {
+	if r.cfg.Progress != nil {
+		r.cfg.Progress(st, done, total)
+	}
+}
+
+// latest finds the latest complete snapshot of a dataset that a stage needs,
+// with an error that says which stage to run first.
+func (r *Runner) latest(ctx context.Context, dataset string, day pipeline.Day, producer pipeline.Stage) (lake.Snapshot, error) {
+	s, err := r.lake.Latest(ctx, dataset, day)
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return s, pipeline.Errorf(pipeline.NotFound, "no complete %s snapshot for %s: run the %s stage first", dataset, day, producer)
+	}
+	return s, err
+}

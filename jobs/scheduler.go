@@ -1,0 +1,194 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// Leader elects the one process that runs the scheduler (storage/sqldb:
+// a PostgreSQL advisory lock, or a file lock beside a SQLite database).
+type Leader interface {
+	TryLeader(ctx context.Context, name string) (release func(), ok bool, err error)
+}
+
+// DefaultSpecs are the cron times of the stages for the next delivery day,
+// in Europe/Berlin time. They leave four hours and all retries before the
+// TSO deadline of 14:30 for the schedules, and half an hour between stages
+// for a stage's own retries (30 s, 60 s) and for operators to react.
+var DefaultSpecs = map[pipeline.Stage]string{
+	pipeline.StageForecast:     "0 9 * * *",
+	pipeline.StageAggregate:    "30 9 * * *",
+	pipeline.StageOpenPosition: "0 10 * * *",
+	pipeline.StageSchedules:    "30 10 * * *",
+}
+
+// SchedulerConfig tunes the scheduler.
+type SchedulerConfig struct {
+	// Specs overrides DefaultSpecs per stage (standard 5-field cron
+	// expressions in Europe/Berlin time); "-" switches a stage's cron off.
+	Specs map[pipeline.Stage]string
+	// LeaderPoll is how often a follower tries to become leader (default 15 s).
+	LeaderPoll time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+}
+
+// Scheduler fires the stages on cron for the next delivery day.
+type Scheduler struct {
+	runner *Runner
+	leader Leader
+	cfg    SchedulerConfig
+	specs  map[pipeline.Stage]cron.Schedule
+	log    *slog.Logger
+}
+
+// ParseSpecs checks the stage cron expressions and fills in the defaults.
+func ParseSpecs(overrides map[pipeline.Stage]string) (map[pipeline.Stage]cron.Schedule, error) {
+	out := map[pipeline.Stage]cron.Schedule{}
+	for _, st := range pipeline.Stages {
+		spec := DefaultSpecs[st]
+		if o, ok := overrides[st]; ok && o != "" {
+			spec = o
+		}
+		if spec == "-" {
+			continue
+		}
+		s, err := cron.ParseStandard(spec)
+		if err != nil {
+			return nil, pipeline.Errorf(pipeline.Invalid, "cron spec of stage %s %q: %v", st, spec, err)
+		}
+		out[st] = s
+	}
+	for st := range overrides {
+		if _, err := pipeline.ParseStage(string(st)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// NewScheduler checks the configuration and returns a scheduler.
+func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, error) {
+	specs, err := ParseSpecs(cfg.Specs)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.LeaderPoll <= 0 {
+		cfg.LeaderPoll = 15 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = r.cfg.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = r.log
+	}
+	return &Scheduler{runner: r, leader: leader, cfg: cfg, specs: specs, log: cfg.Logger}, nil
+}
+
+// NextRuns tells when each stage fires next after t, for logs and the docs.
+func (s *Scheduler) NextRuns(t time.Time) map[pipeline.Stage]time.Time {
+	out := map[pipeline.Stage]time.Time{}
+	for st, sc := range s.specs {
+		out[st] = sc.Next(t.In(pipeline.Berlin))
+	}
+	return out
+}
+
+// Run waits to become leader, then fires the stages on cron until ctx ends.
+// Only the leader fires; the others keep polling, so when the leader's
+// process dies (and with it its lock), another takes over.
+func (s *Scheduler) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.LeaderPoll)
+	defer t.Stop()
+	for {
+		release, ok, err := s.leader.TryLeader(ctx, "scheduler")
+		if err != nil {
+			s.log.WarnContext(ctx, "scheduler leader election", "err", err)
+		}
+		if ok {
+			err := s.lead(ctx)
+			release()
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// lead runs the cron while this process is the leader.
+func (s *Scheduler) lead(ctx context.Context) error {
+	n, err := s.runner.store.FailStaleRuns(ctx, s.cfg.Now(), "the process running it ended before it finished")
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	if n > 0 {
+		s.log.WarnContext(ctx, "marked runs of a dead process as failed", "runs", n)
+	}
+	c := cron.New(cron.WithLocation(pipeline.Berlin), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
+	for _, st := range pipeline.Stages {
+		sc, ok := s.specs[st]
+		if !ok {
+			continue
+		}
+		c.Schedule(sc, cron.FuncJob(func() { s.Fire(ctx, st) }))
+	}
+	next := map[string]string{}
+	for st, t := range s.NextRuns(s.cfg.Now()) {
+		next[string(st)] = t.Format(time.RFC3339)
+	}
+	s.log.InfoContext(ctx, "scheduler is leader", "next", next)
+	c.Start()
+	<-ctx.Done()
+	<-c.Stop().Done()
+	return nil
+}
+
+// Fire runs a stage for the next delivery day as cron does: only when the
+// stage before it in the chain has succeeded for that day (a failed stage
+// stops the chain), with retries and backoff.
+func (s *Scheduler) Fire(ctx context.Context, st pipeline.Stage) (pipeline.Run, error) {
+	day := pipeline.DayOf(s.cfg.Now()).AddDays(1)
+	r := s.runner
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if prev := previous(st); prev != "" {
+		runs, err := r.store.Runs(ctx, pipeline.RunQuery{Day: &day, Stage: prev, Limit: 1})
+		if err != nil {
+			return pipeline.Run{}, err
+		}
+		if len(runs) == 0 || runs[0].Status != pipeline.RunSucceeded {
+			why := fmt.Sprintf("stage %s has not succeeded for %s", prev, day)
+			if len(runs) > 0 {
+				why = fmt.Sprintf("stage %s is %s for %s (run %d)", prev, runs[0].Status, day, runs[0].ID)
+			}
+			run := pipeline.Run{Stage: st, Day: day, Trigger: "cron"}
+			r.event(ctx, "stage.skipped", run, map[string]any{"reason": why})
+			s.log.WarnContext(ctx, "stage skipped: the chain stopped", "stage", st, "day", day.String(), "reason", why)
+			return run, pipeline.Errorf(pipeline.Conflict, "%s skipped: %s", st, why)
+		}
+	}
+	run, err := r.withRetries(ctx, st, day, "cron", nil)
+	if err != nil {
+		s.log.ErrorContext(ctx, "stage failed", "stage", st, "day", day.String(), "run", run.ID, "err", err)
+	}
+	return run, err
+}
+
+// previous is the stage before st in the chain, "" for the first.
+func previous(st pipeline.Stage) pipeline.Stage {
+	for i, s := range pipeline.Stages {
+		if s == st && i > 0 {
+			return pipeline.Stages[i-1]
+		}
+	}
+	return ""
+}

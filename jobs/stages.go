@@ -1,0 +1,374 @@
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/calendar"
+	"github.com/schedbridge/schedbridge/pipeline/forecast"
+	"github.com/schedbridge/schedbridge/pipeline/position"
+	"github.com/schedbridge/schedbridge/storage/lake"
+)
+
+// locationBatch is how many market locations are read from the database at
+// a time: large enough to amortise the query, small enough to stay in cache.
+const locationBatch = 5000
+
+// ForecastOutputs is what the forecast stage reports in its run record.
+type ForecastOutputs struct {
+	Dataset    lake.Snapshot             `json:"forecast_malo"`
+	Portfolios map[string]forecast.Stats `json:"portfolios"`
+	Seconds    float64                   `json:"seconds"`
+	// CommitSeconds is the part of Seconds spent closing and publishing
+	// the Parquet files.
+	CommitSeconds float64 `json:"commit_seconds"`
+	Values        int64   `json:"values"`
+}
+
+func (r *Runner) forecastStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+	started := time.Now()
+	day := run.Day
+	w, err := r.lake.Create(ctx, pipeline.DatasetForecastMalo, day, run.ID, pipeline.ForecastMaloSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer w.Abort()
+	var total int64
+	for _, p := range ps {
+		n, err := r.store.CountVersions(ctx, "location", p.ID, true)
+		if err != nil {
+			return nil, err
+		}
+		total += int64(n)
+	}
+	out := ForecastOutputs{Portfolios: map[string]forecast.Stats{}}
+	var done int64
+	for _, p := range ps {
+		st, err := r.forecastPortfolio(ctx, p, day, w, func(n int) {
+			done += int64(n)
+			r.progress(pipeline.StageForecast, done, total)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("portfolio %s: %w", p.ID, err)
+		}
+		out.Portfolios[p.ID] = st
+	}
+	committing := time.Now()
+	snap, err := w.Commit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out.CommitSeconds = time.Since(committing).Seconds()
+	out.Dataset = snap
+	out.Values = snap.Rows
+	out.Seconds = time.Since(started).Seconds()
+	return out, nil
+}
+
+// forecastPortfolio generates the forecasts of one portfolio's market
+// locations into w. The locations and their metered history are both read in
+// malo order and merged, so memory holds one location's history at a time
+// whatever the size of the portfolio.
+func (r *Runner) forecastPortfolio(ctx context.Context, p pipeline.Portfolio, day pipeline.Day, w *lake.Writer, tick func(int)) (forecast.Stats, error) {
+	profiles, err := r.store.ProfilesForDay(ctx, p.ID, day)
+	if err != nil {
+		return forecast.Stats{}, err
+	}
+	gen, err := forecast.NewGenerator(r.cfg.Forecast, p.ID, day, profiles, w.Write)
+	if err != nil {
+		return forecast.Stats{}, err
+	}
+	defer gen.Release()
+	sub, ok, err := r.submitted(ctx, p.ID, day)
+	if err != nil {
+		return forecast.Stats{}, err
+	}
+	if ok {
+		for _, s := range sub.Series {
+			if s.Malo == "" {
+				continue
+			}
+			if err := gen.AddSubmitted(s.Malo, sub.MaloMapping[s.Malo], s.Kind, s.Unit, s.Values); err != nil {
+				return forecast.Stats{}, err
+			}
+		}
+	}
+
+	// The history days depend on the holidays of each location's state.
+	weeks := r.cfg.Forecast.HistoryWeeks
+	if weeks <= 0 {
+		weeks = 8
+	}
+	daysOf := map[calendar.State]map[pipeline.Day]bool{}
+	similar := func(st calendar.State) map[pipeline.Day]bool {
+		if d, ok := daysOf[st]; ok {
+			return d
+		}
+		set := map[pipeline.Day]bool{}
+		for _, d := range forecast.SimilarDays(day, st, weeks) {
+			set[d] = true
+		}
+		daysOf[st] = set
+		return set
+	}
+	var union []pipeline.Day
+	seen := map[pipeline.Day]bool{}
+	for _, st := range r.statesInUse() {
+		for d := range similar(st) {
+			if !seen[d] {
+				seen[d] = true
+				union = append(union, d)
+			}
+		}
+	}
+	slices.SortFunc(union, func(a, b pipeline.Day) int { return a.Compare(b) })
+
+	hist := startHistory(ctx, r.store, p.ID, union)
+	defer hist.stop()
+	err = r.store.CurrentLocations(ctx, p.ID, locationBatch, func(locs []pipeline.Location) error {
+		for _, loc := range locs {
+			s, ok := forecast.ActiveSlice(loc, day)
+			var h []pipeline.MeteredEntry
+			if ok && (s.MeteringType == pipeline.RLM || s.MeteringType == pipeline.IMSys) {
+				entries, err := hist.take(loc.Malo)
+				if err != nil {
+					return err
+				}
+				want := similar(r.cfg.Forecast.StateOf(s.MGA))
+				for _, e := range entries {
+					if want[e.Day] {
+						h = append(h, e)
+					}
+				}
+			}
+			if !ok {
+				continue
+			}
+			if err := gen.Add(loc.Malo, s, h); err != nil {
+				return fmt.Errorf("malo %s: %w", loc.Malo, err)
+			}
+		}
+		tick(len(locs))
+		return nil
+	})
+	if err != nil {
+		return forecast.Stats{}, err
+	}
+	if err := hist.err(); err != nil {
+		return forecast.Stats{}, err
+	}
+	if err := gen.Flush(); err != nil {
+		return forecast.Stats{}, err
+	}
+	return gen.Stats(), nil
+}
+
+// statesInUse lists the holiday states that locations can map to: the
+// configured ones and the national default.
+func (r *Runner) statesInUse() []calendar.State {
+	out := []calendar.State{""}
+	seen := map[calendar.State]bool{"": true}
+	for _, st := range r.cfg.States {
+		if !seen[st] {
+			seen[st] = true
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// submitted returns the portfolio's current submitted forecast for the day.
+func (r *Runner) submitted(ctx context.Context, portfolio string, day pipeline.Day) (pipeline.Forecast, bool, error) {
+	sf, err := r.store.Forecast(ctx, portfolio, day, 0)
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return pipeline.Forecast{}, false, nil
+	} else if err != nil {
+		return pipeline.Forecast{}, false, err
+	}
+	var f pipeline.Forecast
+	if err := json.Unmarshal(sf.Body, &f); err != nil {
+		return f, false, fmt.Errorf("decode stored forecast %s %s v%d: %w", portfolio, day, sf.Version.Version, err)
+	}
+	return f, true, nil
+}
+
+// AggregateOutputs is what the aggregate stage reports.
+type AggregateOutputs struct {
+	Input          lake.Snapshot `json:"input"`
+	Dataset        lake.Snapshot `json:"position_control_area"`
+	Rows           int64         `json:"rows"`
+	ReadSeconds    float64       `json:"read_seconds"`
+	Seconds        float64       `json:"seconds"`
+	ValuesPerSec   float64       `json:"values_per_second"`
+	SubmittedAreas int           `json:"submitted_portfolios"`
+}
+
+func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+	started := time.Now()
+	day := run.Day
+	in, err := r.latest(ctx, pipeline.DatasetForecastMalo, day, pipeline.StageForecast)
+	if err != nil {
+		return nil, err
+	}
+	agg := position.NewAggregator(day)
+	var rows int64
+	err = r.lake.Read(ctx, in, []string{"portfolio", "control_area", "kind", "source", "qh_index", "power_mw"}, func(rec arrow.RecordBatch) error {
+		rows += rec.NumRows()
+		r.progress(pipeline.StageAggregate, rows, in.Rows)
+		return agg.Add(rec)
+	})
+	if err != nil {
+		return nil, err
+	}
+	read := time.Since(started)
+	var subs []position.Submitted
+	for _, p := range ps {
+		f, ok, err := r.submitted(ctx, p.ID, day)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			subs = append(subs, position.Submitted{Portfolio: p.ID, Forecast: f})
+		}
+	}
+	rec, err := agg.Positions(r.cfg.Alloc, subs)
+	if err != nil {
+		return nil, err
+	}
+	defer rec.Release()
+	snap, err := r.writeAll(ctx, pipeline.DatasetPositionControlArea, day, run.ID, pipeline.PositionSchema, rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.store.PublishPositions(ctx, run.ID, day, position.PositionRows(rec)); err != nil {
+		return nil, err
+	}
+	secs := time.Since(started).Seconds()
+	return AggregateOutputs{Input: in, Dataset: snap, Rows: rows, ReadSeconds: read.Seconds(), Seconds: secs,
+		ValuesPerSec: float64(rows) / max(secs, 1e-9), SubmittedAreas: len(subs)}, nil
+}
+
+// OpenPositionOutputs is what the open-position stage reports.
+type OpenPositionOutputs struct {
+	Input   lake.Snapshot  `json:"input"`
+	Dataset lake.Snapshot  `json:"open_position"`
+	Trades  map[string]int `json:"trade_set_versions"`
+}
+
+func (r *Runner) openPositionStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+	day := run.Day
+	in, err := r.latest(ctx, pipeline.DatasetPositionControlArea, day, pipeline.StageAggregate)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := r.readAll(ctx, in, pipeline.PositionSchema)
+	if err != nil {
+		return nil, err
+	}
+	defer pos.Release()
+	out := OpenPositionOutputs{Input: in, Trades: map[string]int{}}
+	var sets []pipeline.TradeSet
+	for _, p := range ps {
+		set, version, err := r.store.Trades(ctx, p.ID, day)
+		if pipeline.KindOf(err) == pipeline.NotFound {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		set.Portfolio = p.ID
+		sets = append(sets, set)
+		out.Trades[p.ID] = version
+	}
+	open, err := position.Open(r.cfg.Alloc, pos, sets)
+	if err != nil {
+		return nil, err
+	}
+	defer open.Release()
+	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetOpenPosition, day, run.ID, pipeline.OpenPositionSchema, open); err != nil {
+		return nil, err
+	}
+	if err := r.store.PublishOpenPosition(ctx, run.ID, day, position.OpenRows(open)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// writeAll writes a small dataset in one go and publishes it.
+func (r *Runner) writeAll(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema, recs ...arrow.RecordBatch) (lake.Snapshot, error) {
+	w, err := r.lake.Create(ctx, dataset, day, runID, schema)
+	if err != nil {
+		return lake.Snapshot{}, err
+	}
+	defer w.Abort()
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			return lake.Snapshot{}, err
+		}
+	}
+	return w.Commit(ctx)
+}
+
+// readAll reads a small snapshot into one record batch owned by the caller.
+func (r *Runner) readAll(ctx context.Context, s lake.Snapshot, schema *arrow.Schema) (arrow.RecordBatch, error) {
+	var parts []arrow.RecordBatch
+	defer func() {
+		for _, p := range parts {
+			p.Release()
+		}
+	}()
+	err := r.lake.Read(ctx, s, nil, func(rec arrow.RecordBatch) error {
+		rec.Retain()
+		parts = append(parts, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return concatBatches(r.cfg.Alloc, schema, parts)
+}
+
+// concatBatches joins record batches of one schema column by column.
+func concatBatches(mem memory.Allocator, schema *arrow.Schema, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
+	if len(parts) == 1 {
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	cols := make([]arrow.Array, schema.NumFields())
+	var n int64
+	for _, p := range parts {
+		n += p.NumRows()
+	}
+	for i := range cols {
+		if len(parts) == 0 {
+			b := array.NewBuilder(mem, schema.Field(i).Type)
+			cols[i] = b.NewArray()
+			b.Release()
+			continue
+		}
+		arrs := make([]arrow.Array, len(parts))
+		for j, p := range parts {
+			arrs[j] = p.Column(i)
+		}
+		c, err := array.Concatenate(arrs, mem)
+		if err != nil {
+			for _, c := range cols[:i] {
+				c.Release()
+			}
+			return nil, fmt.Errorf("concatenate column %s: %w", schema.Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	rec := array.NewRecordBatch(schema, cols, n)
+	for _, c := range cols {
+		c.Release()
+	}
+	return rec, nil
+}

@@ -1,0 +1,200 @@
+package lake_test
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	xsource "github.com/xitongsys/parquet-go-source/local"
+	xparquet "github.com/xitongsys/parquet-go/parquet"
+	xreader "github.com/xitongsys/parquet-go/reader"
+
+	"github.com/schedbridge/schedbridge/storage/lake"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
+	"github.com/schedbridge/schedbridge/storage/objstore"
+)
+
+// testIndependentReaders checks the stored bytes with two readers that share
+// no code with arrow-go: xitongsys/parquet-go and DuckDB.
+func testIndependentReaders(t *testing.T, b objstore.Bucket) {
+	l, _ := newLake(t, b, lake.Options{RowGroupRows: 1000, PartRows: 2000})
+	s := write(t, l, 7, 37, 5, 12, 20) // 3404 rows: parts of 2000 and 1404
+	if len(s.Files) != 2 {
+		t.Fatalf("snapshot %+v, want 2 parts", s)
+	}
+	dir := mirror(t, b)
+	t.Run("xitongsys", func(t *testing.T) { checkXitongsys(t, dir, s) })
+	t.Run("duckdb", func(t *testing.T) { checkDuckDB(t, dir, s) })
+}
+
+// mirror copies the lake's objects into a directory, keys as paths, so that
+// file-based readers see the store's bytes and layout.
+func mirror(t *testing.T, b lake.Bucket) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, k := range listKeys(t, b, "lake/") {
+		rc, err := b.Get(ctxT(t), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, filepath.FromSlash(k))
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.Copy(f, rc)
+		rc.Close()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func checkXitongsys(t *testing.T, dir string, s lake.Snapshot) {
+	nq := day.Intervals()
+	row := 0
+	for _, f := range s.Files {
+		pf, err := xsource.NewLocalFileReader(filepath.Join(dir, filepath.FromSlash(f.Key)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pf.Close()
+		pr, err := xreader.NewParquetColumnReader(pf, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Key, err)
+		}
+		n := pr.GetNumRows()
+		if n != f.Rows {
+			t.Fatalf("%s: %d rows, snapshot says %d", f.Key, n, f.Rows)
+		}
+		// The footer as written: UTC-adjusted millisecond timestamps and
+		// zstd everywhere.
+		for i, info := range pr.SchemaHandler.Infos {
+			if info.ExName != "ts_utc" {
+				continue
+			}
+			lt := pr.Footer.Schema[i].GetLogicalType()
+			if lt == nil || !lt.IsSetTIMESTAMP() || !lt.TIMESTAMP.IsAdjustedToUTC || !lt.TIMESTAMP.Unit.IsSetMILLIS() {
+				t.Errorf("%s: ts_utc logical type %v, want TIMESTAMP(MILLIS, adjusted to UTC)", f.Key, lt)
+			}
+		}
+		for _, rg := range pr.Footer.RowGroups {
+			for _, c := range rg.Columns {
+				if c.MetaData.Codec != xparquet.CompressionCodec_ZSTD {
+					t.Errorf("%s: column %v codec %s", f.Key, c.MetaData.PathInSchema, c.MetaData.Codec)
+				}
+			}
+		}
+		col := func(name string) []any {
+			vals, _, _, err := pr.ReadColumnByPath(pr.SchemaHandler.GetRootExName()+"\x01"+name, n)
+			if err != nil || int64(len(vals)) != n {
+				t.Fatalf("%s: column %s: %d values, %v", f.Key, name, len(vals), err)
+			}
+			return vals
+		}
+		malos, areas, days, qhs, ts, power := col("malo"), col("control_area"), col("delivery_day"), col("qh_index"), col("ts_utc"), col("power_mw")
+		for i := range int(n) {
+			want := expected(day, row/nq, row%nq)
+			got := expectedRow{
+				portfolio: want.portfolio, kind: want.kind, metering: want.metering, source: want.source,
+				malo: malos[i].(string), area: areas[i].(string), day: dateOf(days[i]),
+				qh: int16(qhs[i].(int32)), ts: ts[i].(int64), power: power[i].(float64),
+			}
+			if got != want {
+				t.Fatalf("%s row %d: xitongsys reads %+v, want %+v", f.Key, i, got, want)
+			}
+			row++
+		}
+	}
+	if row != int(s.Rows) {
+		t.Errorf("xitongsys read %d rows, want %d", row, s.Rows)
+	}
+}
+
+func dateOf(v any) arrow.Date32 { return arrow.Date32(v.(int32)) }
+
+func checkDuckDB(t *testing.T, dir string, s lake.Snapshot) {
+	ctx := ctxT(t)
+	duck := laketest.DuckDB(t)
+	glob := laketest.Quote(filepath.Join(dir, "lake", "forecast_malo", "*", "*", "*.parquet"))
+	num := func(r *laketest.Result, row int, col string) float64 {
+		t.Helper()
+		v, err := r.Float(row, col)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+
+	rs, err := duck.QueryAll(ctx,
+		`select count(*) as n, sum(power_mw) as s, min(typeof(ts_utc)) as ts_type,
+			min(typeof(malo)) as malo_type, epoch_ms(min(ts_utc)) as first_ms, count(distinct malo) as malos
+			from read_parquet(`+glob+`)`,
+		`select control_area, sum(power_mw) as s from read_parquet(`+glob+`) group by control_area order by control_area`,
+		`select file_name, row_group_id, min(row_group_num_rows) as n, string_agg(distinct compression, ',') as codecs
+			from parquet_metadata(`+glob+`) group by all order by all`,
+		`select delivery_day::varchar as d, run, typeof(run) as run_type, count(*) as n
+			from read_parquet(`+glob+`, hive_partitioning = true) group by all order by all`)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	r := rs[0]
+	if n := num(r, 0, "n"); n != float64(s.Rows) {
+		t.Errorf("DuckDB count(*) = %v, want %d", n, s.Rows)
+	}
+	if sum, want := num(r, 0, "s"), sumPower(0, 37, func(int) bool { return true }); sum != want {
+		t.Errorf("DuckDB sum(power_mw) = %v, want %v", sum, want)
+	}
+	if got := r.String(0, "ts_type"); got != "TIMESTAMP WITH TIME ZONE" {
+		t.Errorf("DuckDB typeof(ts_utc) = %s", got)
+	}
+	if got := r.String(0, "malo_type"); got != "VARCHAR" {
+		t.Errorf("DuckDB typeof(malo) = %s", got)
+	}
+	if got := num(r, 0, "first_ms"); got != float64(day.Start().UnixMilli()) {
+		t.Errorf("DuckDB min(ts_utc) = %v ms, want local midnight %d", got, day.Start().UnixMilli())
+	}
+	if got := num(r, 0, "malos"); got != 37 {
+		t.Errorf("DuckDB count(distinct malo) = %v", got)
+	}
+
+	r = rs[1]
+	if len(r.Rows) != len(controlAreas) {
+		t.Fatalf("DuckDB found areas %v", r.Rows)
+	}
+	for i, area := range controlAreas { // sorted
+		a := i
+		want := sumPower(0, 37, func(loc int) bool { return areaOf(loc) == a })
+		if r.String(i, "control_area") != area || num(r, i, "s") != want {
+			t.Errorf("DuckDB row %d = %v, want %s %v", i, r.Rows[i], area, want)
+		}
+	}
+
+	r = rs[2]
+	var groups []string
+	for i := range r.Rows {
+		groups = append(groups, fmt.Sprintf("%s#%s:%s %s", filepath.Base(r.String(i, "file_name")), r.String(i, "row_group_id"), r.String(i, "n"), r.String(i, "codecs")))
+	}
+	want := []string{"part-00000.parquet#0:1000 ZSTD", "part-00000.parquet#1:1000 ZSTD", "part-00001.parquet#0:1000 ZSTD", "part-00001.parquet#1:404 ZSTD"}
+	if !slices.Equal(groups, want) {
+		t.Errorf("DuckDB parquet_metadata: %v, want %v", groups, want)
+	}
+
+	// The hive partition keys of the path become columns.
+	r = rs[3]
+	if len(r.Rows) != 1 || r.String(0, "d") != day.String() || r.String(0, "run") != "7" || r.String(0, "run_type") != "BIGINT" || num(r, 0, "n") != float64(s.Rows) {
+		t.Errorf("DuckDB hive partitions: %v %v", r.Columns, r.Rows)
+	}
+}

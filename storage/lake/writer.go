@@ -1,0 +1,411 @@
+package lake
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// Writer streams one run's snapshot of a dataset into the lake. Create it
+// with Lake.Create, Write the batches as they are produced, then Commit; defer
+// Abort so that a failure releases everything. A Writer is not safe for
+// concurrent use.
+type Writer struct {
+	l       *Lake
+	ctx     context.Context // of the part uploads
+	dataset string
+	day     pipeline.Day
+	runID   int64
+	schema  *arrow.Schema
+	props   *parquet.WriterProperties
+	aprops  pqarrow.ArrowWriterProperties
+
+	// pending holds the slices of the caller's batches that make up the
+	// row group being gathered; they are retained until it is written.
+	pending     []arrow.RecordBatch
+	pendingRows int64
+
+	cur   *part      // the part being streamed, nil between parts
+	parts []FileInfo // finished parts, at their temporary keys
+	rows  int64      // rows in finished parts
+
+	err   error // sticky: the writer failed and can only be aborted
+	state writerState
+}
+
+type writerState int
+
+const (
+	writerOpen writerState = iota
+	writerCommitted
+	writerReleased
+)
+
+// part is one Parquet file being streamed into the bucket: pqarrow writes
+// into a pipe whose other end is the body of a Put of unknown size.
+type part struct {
+	key  string
+	fw   *pqarrow.FileWriter
+	sink *sink
+	rows int64
+	done chan error // the Put's result
+}
+
+// sink counts the bytes that reach the pipe. It never fails a write: when
+// the upload breaks it keeps the error and swallows the rest, and so does it
+// after Abort, so that pqarrow's writer stays consistent, can still be closed
+// and frees its buffers (it leaks them when its sink fails). The Writer
+// checks err after every row group.
+type sink struct {
+	pw      *io.PipeWriter
+	n       int64
+	err     error
+	discard bool
+}
+
+func (s *sink) Write(p []byte) (int, error) {
+	if s.discard {
+		return len(p), nil
+	}
+	n, err := s.pw.Write(p)
+	s.n += int64(n)
+	if err != nil {
+		s.err, s.discard = err, true
+	}
+	return len(p), nil
+}
+
+var (
+	errAborted   = errors.New("lake writer aborted")
+	errPutReturn = errors.New("the bucket finished the upload before the end of the data")
+)
+
+// Create starts a snapshot of dataset for day, written by run runID, with
+// record batches of the given schema. The uploads of the parts run under ctx.
+// A run id that is not newer than the day's published run is a
+// pipeline.Conflict: a published snapshot is never replaced by the same run
+// or an older one.
+func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema) (*Writer, error) {
+	if err := checkTarget(dataset, day); err != nil {
+		return nil, err
+	}
+	if runID <= 0 {
+		return nil, pipeline.Errorf(pipeline.Invalid, "lake %s %s: run id %d is not positive", dataset, day, runID)
+	}
+	if schema == nil || schema.NumFields() == 0 {
+		return nil, pipeline.Errorf(pipeline.Invalid, "lake %s %s: no schema", dataset, day)
+	}
+	codec, err := l.codec()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.checkNewer(ctx, dataset, day, runID); err != nil {
+		return nil, err
+	}
+	opts := []parquet.WriterProperty{
+		parquet.WithCompression(codec),
+		parquet.WithMaxRowGroupLength(l.opts.RowGroupRows),
+		parquet.WithAllocator(l.opts.Alloc),
+		parquet.WithCreatedBy("schedbridge lake (arrow-go pqarrow)"),
+	}
+	// Measured values rarely repeat: a dictionary for them would be built
+	// until it overflows the dictionary page limit and then thrown away.
+	for _, f := range schema.Fields() {
+		if f.Type.ID() == arrow.FLOAT64 || f.Type.ID() == arrow.FLOAT32 {
+			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
+		}
+	}
+	return &Writer{
+		l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, schema: schema,
+		props: parquet.NewWriterProperties(opts...),
+		// The stored Arrow schema makes pqarrow read dictionary columns back
+		// as dictionaries and keeps the timestamps' zone.
+		aprops: pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)),
+	}, nil
+}
+
+// checkNewer fails with Conflict when the day's published run is runID or a
+// later one.
+func (l *Lake) checkNewer(ctx context.Context, dataset string, day pipeline.Day, runID int64) error {
+	s, err := l.Latest(ctx, dataset, day)
+	switch {
+	case pipeline.KindOf(err) == pipeline.NotFound:
+		return nil
+	case err != nil:
+		return err
+	case s.RunID >= runID:
+		return pipeline.Errorf(pipeline.Conflict, "lake %s %s: run %d is already published, run %d cannot replace it", dataset, day, s.RunID, runID)
+	}
+	return nil
+}
+
+func (w *Writer) String() string {
+	return fmt.Sprintf("lake %s %s run %d", w.dataset, w.day, w.runID)
+}
+
+// Write adds the rows of rec to the snapshot. It does not take ownership:
+// the caller releases rec (Write retains what it still needs).
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if !rec.Schema().Equal(w.schema) {
+		return pipeline.Errorf(pipeline.Invalid, "%s: record schema %s does not match the snapshot's %s", w, rec.Schema(), w.schema)
+	}
+	rgRows, partRows := w.l.opts.RowGroupRows, w.l.opts.PartRows
+	for off, n := int64(0), rec.NumRows(); off < n; {
+		room := rgRows - w.pendingRows
+		if partRows > 0 {
+			room = min(room, partRows-w.curRows()-w.pendingRows)
+		}
+		take := min(room, n-off)
+		var s arrow.RecordBatch
+		if off == 0 && take == n {
+			rec.Retain()
+			s = rec
+		} else {
+			s = rec.NewSlice(off, off+take)
+		}
+		w.pending = append(w.pending, s)
+		w.pendingRows += take
+		off += take
+		if w.pendingRows == rgRows || (partRows > 0 && w.curRows()+w.pendingRows == partRows) {
+			if err := w.flushGroup(); err != nil {
+				return w.fail(err)
+			}
+		}
+		if partRows > 0 && w.curRows() == partRows {
+			if err := w.closePart(); err != nil {
+				return w.fail(err)
+			}
+		}
+	}
+	return nil
+}
+
+func (w *Writer) usable() error {
+	switch {
+	case w.err != nil:
+		return w.err
+	case w.state == writerCommitted:
+		return pipeline.Errorf(pipeline.Invalid, "%s: already committed", w)
+	case w.state == writerReleased:
+		return pipeline.Errorf(pipeline.Invalid, "%s: aborted", w)
+	}
+	return nil
+}
+
+// fail makes err sticky: after a failed upload the part is incomplete, so the
+// writer can only be aborted.
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = fmt.Errorf("%s: %w", w, err)
+	}
+	return w.err
+}
+
+func (w *Writer) curRows() int64 {
+	if w.cur == nil {
+		return 0
+	}
+	return w.cur.rows
+}
+
+// flushGroup writes the gathered batches as one row group of the current
+// part. pqarrow dictionary-encodes a dictionary column directly only while
+// every batch of a row group brings the same dictionary, and falls back to
+// plain encoding for the rest of the column chunk at the first different one,
+// so the batches' dictionaries are merged first (see unifyDictionaries).
+func (w *Writer) flushGroup() error {
+	if w.pendingRows == 0 {
+		return nil
+	}
+	if err := w.openPart(); err != nil {
+		return err
+	}
+	batches, err := unifyDictionaries(w.l.opts.Alloc, w.pending)
+	w.releasePending()
+	if err != nil {
+		return err
+	}
+	defer releaseAll(batches)
+	rows := int64(0)
+	if err := w.cur.fw.NewBufferedRowGroupChecked(); err != nil {
+		return err
+	}
+	for _, b := range batches {
+		if err := w.cur.fw.WriteBuffered(b); err != nil {
+			return err
+		}
+		rows += b.NumRows()
+	}
+	w.cur.rows += rows
+	return w.cur.uploadErr()
+}
+
+// uploadErr reports a broken upload; the pipe carries the bucket's error.
+func (p *part) uploadErr() error {
+	if p.sink.err != nil {
+		return fmt.Errorf("upload %s: %w", p.key, p.sink.err)
+	}
+	return nil
+}
+
+func (w *Writer) releasePending() {
+	releaseAll(w.pending)
+	w.pending = w.pending[:0]
+	w.pendingRows = 0
+}
+
+func releaseAll(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// openPart starts streaming the next part, if none is open.
+func (w *Writer) openPart() error {
+	if w.cur != nil {
+		return nil
+	}
+	key := tmpRunPrefix(w.dataset, w.day, w.runID) + partName(len(w.parts))
+	pr, pw := io.Pipe()
+	p := &part{key: key, sink: &sink{pw: pw}, done: make(chan error, 1)}
+	b := w.l.b
+	ctx := w.ctx
+	go func() {
+		err := b.Put(ctx, key, pr, -1)
+		if err != nil {
+			pr.CloseWithError(err)
+		} else {
+			pr.CloseWithError(errPutReturn)
+		}
+		p.done <- err
+	}()
+	fw, err := pqarrow.NewFileWriter(w.schema, p.sink, w.props, w.aprops)
+	if err != nil {
+		pw.CloseWithError(err)
+		<-p.done
+		return fmt.Errorf("parquet writer: %w", err)
+	}
+	p.fw = fw
+	w.cur = p
+	return nil
+}
+
+// closePart finishes the current part: the footer goes into the pipe, the
+// pipe closes, and the Put completes the object at its temporary key.
+func (w *Writer) closePart() error {
+	p := w.cur
+	if p == nil {
+		return nil
+	}
+	if err := p.fw.Close(); err != nil {
+		return fmt.Errorf("finish %s: %w", p.key, err)
+	}
+	if err := p.uploadErr(); err != nil {
+		return err
+	}
+	p.sink.pw.Close()
+	err := <-p.done
+	w.cur = nil
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", p.key, err)
+	}
+	w.parts = append(w.parts, FileInfo{Key: p.key, Rows: p.rows, Bytes: p.sink.n})
+	w.rows += p.rows
+	return nil
+}
+
+// Commit finishes the last part, moves the parts from their temporary keys to
+// the run's folder and then publishes the run by replacing the day's _latest
+// pointer. A snapshot without rows still gets one (empty) part, so that its
+// schema is readable. If a newer or the same run was published meanwhile,
+// Commit fails with pipeline.Conflict and removes its parts.
+func (w *Writer) Commit(ctx context.Context) (Snapshot, error) {
+	if err := w.usable(); err != nil {
+		return Snapshot{}, err
+	}
+	if err := w.flushGroup(); err != nil {
+		return Snapshot{}, w.fail(err)
+	}
+	if w.cur == nil && len(w.parts) == 0 {
+		if err := w.openPart(); err != nil {
+			return Snapshot{}, w.fail(err)
+		}
+	}
+	if err := w.closePart(); err != nil {
+		return Snapshot{}, w.fail(err)
+	}
+	if err := w.l.checkNewer(ctx, w.dataset, w.day, w.runID); err != nil {
+		w.removeTmp(ctx)
+		return Snapshot{}, w.fail(err)
+	}
+	// A crashed attempt of this run may have moved parts here without
+	// publishing them; they must not linger beside this attempt's files
+	// where a glob over the folder would find them.
+	final := runPrefix(w.dataset, w.day, w.runID)
+	if _, err := w.l.deletePrefix(ctx, final); err != nil {
+		return Snapshot{}, w.fail(fmt.Errorf("clear %s: %w", final, err))
+	}
+	files := make([]FileInfo, len(w.parts))
+	for i, p := range w.parts {
+		files[i] = FileInfo{Key: final + partName(i), Rows: p.Rows, Bytes: p.Bytes}
+		if err := w.l.b.Move(ctx, p.Key, files[i].Key); err != nil {
+			return Snapshot{}, w.fail(fmt.Errorf("move %s: %w", p.Key, err))
+		}
+	}
+	snap := Snapshot{Dataset: w.dataset, Day: w.day, RunID: w.runID, Files: files, Rows: w.rows, WrittenAt: w.l.opts.Now().UTC()}
+	body, err := json.Marshal(snap)
+	if err != nil {
+		return Snapshot{}, w.fail(err)
+	}
+	body = append(body, '\n')
+	// The commit point: until this Put completes, Latest names the previous run.
+	if err := w.l.b.Put(ctx, pointerKey(w.dataset, w.day), bytes.NewReader(body), int64(len(body))); err != nil {
+		return Snapshot{}, w.fail(fmt.Errorf("publish: %w", err))
+	}
+	w.state = writerCommitted
+	return snap, nil
+}
+
+// removeTmp deletes the finished parts' temporary objects after a conflict;
+// what it cannot delete, Sweep does later.
+func (w *Writer) removeTmp(ctx context.Context) {
+	for _, p := range w.parts {
+		if err := w.l.b.Delete(ctx, p.Key); err != nil {
+			slog.WarnContext(ctx, "lake: temporary part not removed", "key", p.Key, "err", err)
+		}
+	}
+}
+
+// Abort releases the writer's buffers and cancels the upload in progress. It
+// leaves finished parts at their temporary keys, for Sweep, and never touches
+// the published snapshot. It is a no-op after a successful Commit and safe to
+// call more than once, so callers defer it right after Create.
+func (w *Writer) Abort() {
+	if w.state != writerOpen {
+		return
+	}
+	w.state = writerReleased
+	w.releasePending()
+	if p := w.cur; p != nil {
+		w.cur = nil
+		// Let pqarrow flush into nothing so that it frees its buffers, then
+		// fail the upload so that no object appears.
+		p.sink.discard = true
+		_ = p.fw.Close()
+		p.sink.pw.CloseWithError(errAborted)
+		<-p.done
+	}
+}
