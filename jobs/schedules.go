@@ -228,7 +228,7 @@ func messageID(portfolio string, day pipeline.Day, area pipeline.ControlArea) st
 func contentHash(m fahrplan.Message) string {
 	b, _ := json.Marshal(struct {
 		ID, Sender, Receiver, Domain, Day string
-		Series                           []fahrplan.Series
+		Series                            []fahrplan.Series
 	}{m.MessageID, m.Sender, m.Receiver, m.Domain, m.Day.String(), m.Series})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -298,9 +298,9 @@ func (r *Runner) submit(ctx context.Context, ss scheduleStore, run pipeline.Run,
 // scheduleRows builds the schedule dataset: one row per series and
 // quarter-hour of every message of the run.
 type scheduleRows struct {
-	day                                                          pipeline.Day
-	ts                                                           []int64
-	b                                                            *array.RecordBuilder
+	day                                                        pipeline.Day
+	ts                                                         []int64
+	b                                                          *array.RecordBuilder
 	portfolio, area, file, series, business, inParty, outParty *array.BinaryDictionaryBuilder
 }
 
