@@ -42,6 +42,9 @@ type AnswerStore interface {
 	// ScheduleByMessage returns the sent schedule message with the ESS
 	// message identification and version, or a NotFound error.
 	ScheduleByMessage(ctx context.Context, messageID string, version int) (pipeline.ScheduleMessage, error)
+	// ScheduleByFileName returns the sent schedule message written under
+	// the file name, or a NotFound error.
+	ScheduleByFileName(ctx context.Context, name string) (pipeline.ScheduleMessage, error)
 	// RecordScheduleAnswer records an answer on a sent message: its new
 	// status, the answer's kind and time, the object key the answer file
 	// is moved to and a detail text (the reasons). It must be idempotent:
@@ -131,17 +134,15 @@ func reasonsDetail(rs []AnswerReason) string {
 	return strings.Join(parts, "; ")
 }
 
-// unnamedMessage is the reason to reject an answer that names no message,
-// as an ESS 2.3 anomaly report with only its header does. Its file name
-// still tells which schedule file it is about, which the operator needs to
-// take it in by hand.
-func unnamedMessage(a fahrplan.Answer, name string) string {
-	msg := fmt.Sprintf("the %s names no message it answers", a.Kind)
-	if fn, err := fahrplan.ParseFileName(name); err == nil && fn.IsAnswer() && fn.Version > 0 {
-		fn.Answer, fn.AnswerTime = "", time.Time{}
-		msg += fmt.Sprintf("; by its file name it answers the schedule file %s", fn)
+// scheduleFileOf is the schedule file an answer's file name answers (the
+// schedule's name plus _ANO_<time> and the like), or "".
+func scheduleFileOf(name string) string {
+	fn, err := fahrplan.ParseFileName(name)
+	if err != nil || !fn.IsAnswer() || fn.Version <= 0 {
+		return ""
 	}
-	return msg
+	fn.Answer, fn.AnswerTime = "", time.Time{}
+	return fn.String()
 }
 
 // processAnswer takes in a freshly claimed TSO answer.
@@ -169,14 +170,28 @@ func (p *Processor) processAnswer(ctx context.Context, f pipeline.InboxFile, l l
 	if err != nil {
 		return p.reject(ctx, f, l, rejectReason{reason: pipeline.MessageOf(err)})
 	}
+	var sched pipeline.ScheduleMessage
 	if a.MessageID == "" {
-		return p.reject(ctx, f, l, rejectReason{reason: unnamedMessage(a, l.name)})
+		// An ESS 2.3 anomaly report may carry only its header: its file
+		// name is then what names the schedule it answers.
+		file := scheduleFileOf(l.name)
+		if file == "" {
+			return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
+				"the %s names no message it answers, and its file name names no schedule file", a.Kind)})
+		}
+		sched, err = p.cfg.Answers.ScheduleByFileName(ctx, file)
+		if pipeline.KindOf(err) == pipeline.NotFound {
+			return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
+				"the %s names no message it answers; by its file name it answers the schedule file %s, which this service did not send", a.Kind, file)})
+		}
+	} else {
+		sched, err = p.cfg.Answers.ScheduleByMessage(ctx, a.MessageID, a.Version)
+		if pipeline.KindOf(err) == pipeline.NotFound {
+			return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
+				"the %s answers message %q version %d, which this service did not send", a.Kind, a.MessageID, a.Version)})
+		}
 	}
-	sched, err := p.cfg.Answers.ScheduleByMessage(ctx, a.MessageID, a.Version)
-	if pipeline.KindOf(err) == pipeline.NotFound {
-		return p.reject(ctx, f, l, rejectReason{reason: fmt.Sprintf(
-			"the %s answers message %q version %d, which this service did not send", a.Kind, a.MessageID, a.Version)})
-	} else if err != nil {
+	if err != nil {
 		return outcomeFailed, fmt.Errorf("correlate %s: %w", f.Key, err)
 	}
 

@@ -59,6 +59,17 @@ func (f *fakeAnswers) ScheduleByMessage(_ context.Context, messageID string, ver
 	return m, nil
 }
 
+func (f *fakeAnswers) ScheduleByFileName(_ context.Context, name string) (pipeline.ScheduleMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.sent {
+		if strings.EqualFold(m.FileName, name) {
+			return m, nil
+		}
+	}
+	return pipeline.ScheduleMessage{}, pipeline.Errorf(pipeline.NotFound, "no schedule message in file %s", name)
+}
+
 func (f *fakeAnswers) RecordScheduleAnswer(_ context.Context, id int64, status pipeline.ScheduleStatus, kind string, at time.Time, key, detail string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -275,7 +286,7 @@ func TestTSOAnswersRejected(t *testing.T) {
 	for name, reason := range map[string]string{
 		essCNF: `the CNF answers message "1234" version 2, which this service did not send`,
 		headerOnlyANO: "the ANO names no message it answers; by its file name it answers the schedule file " +
-			"20261124_TPS_11XACME-ENERGIE1_10XDE-EON-NETZ-C_002.XML",
+			"20261124_TPS_11XACME-ENERGIE1_10XDE-EON-NETZ-C_002.XML, which this service did not send",
 		essSchedule:   "not a TSO answer (ACK, ANO or CNF in ESS or CIM XML): parse answer: root element ScheduleMessage is not an ACK, ANO or CNF",
 		"garbage.xml": "not a TSO answer (ACK, ANO or CNF in ESS or CIM XML): ",
 		"empty.xml":   "not a TSO answer (ACK, ANO or CNF in ESS or CIM XML): ",
@@ -356,5 +367,24 @@ func TestTSOAnswerCrashRecovery(t *testing.T) {
 	evs, _ := e.db.Events(ctx, pipeline.EventQuery{Limit: 100})
 	if len(evs) != 1 || evs[0].Kind != "tso.answer" || evs[0].Subject != cimCNF {
 		t.Errorf("events = %+v", evs)
+	}
+}
+
+// TestHeaderOnlyAnomalyByFileName: an ESS 2.3 anomaly report with only its
+// header names no message; its file name ties it to the schedule file sent.
+func TestHeaderOnlyAnomalyByFileName(t *testing.T) {
+	e := newEnv(t, combos[0])
+	sent := sentFor("SB20261124-TENNET-0a1b2c3d", 2, "p1", answerDay, pipeline.TenneT)
+	sent.FileName = "20261124_TPS_11XACME-ENERGIE1_10XDE-EON-NETZ-C_002.XML"
+	fake := newFakeAnswers(e.db, sent)
+	p := e.processor(t, "A", withAnswers(fake))
+	e.put(t, "inbox/tso/"+headerOnlyANO, answerFile(t, headerOnlyANO))
+	if sum := scan(t, p); sum.Processed != 1 || sum.Rejected != 0 {
+		t.Fatalf("scan = %+v", sum)
+	}
+	rs := fake.answers()
+	if len(rs) != 1 || rs[0].status != pipeline.ScheduleAnomaly || rs[0].kind != "ANO" || rs[0].id != 1 ||
+		rs[0].key != "processed/tso/"+answerDay.String()+"/"+headerOnlyANO {
+		t.Fatalf("recorded %+v", rs)
 	}
 }

@@ -2,6 +2,8 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -24,4 +26,20 @@ func (db *DB) MarkInboxStaged(ctx context.Context, id int64, owner, dest, status
 		return errLostClaim(id)
 	}
 	return nil
+}
+
+// ScheduleByFileName returns the sent schedule message written under the
+// file name (case-insensitive, since TSOs echo names as .xml or .XML). An
+// ESS 2.3 anomaly report may carry only its header; its own file name, the
+// schedule's name plus _ANO_<time>, is then all that ties it to a message.
+func (db *DB) ScheduleByFileName(ctx context.Context, name string) (pipeline.ScheduleMessage, error) {
+	var row scheduleRow
+	err := db.bun.NewSelect().Model(&row).Where("UPPER(file_name) = UPPER(?)", name).OrderExpr("id DESC").Limit(1).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pipeline.ScheduleMessage{}, pipeline.Errorf(pipeline.NotFound, "no schedule message in file %s", name)
+	}
+	if err != nil {
+		return pipeline.ScheduleMessage{}, fmt.Errorf("schedule message in file %s: %w", name, err)
+	}
+	return row.domain()
 }
