@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// TestDemoAndRun is the newcomer's first run at binary level: demo stages a
+// portfolio and runs the chain for the day, `run` repeats one stage with the
+// same result, and serve answers the read endpoints with the key demo
+// printed.
+func TestDemoAndRun(t *testing.T) {
+	for _, d := range []sqldb.Dialect{sqldb.SQLite, sqldb.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			in := newInstance(t, d)
+			in.env = append(in.env, "SCHEDBRIDGE_SCHEDULER=false")
+			out, _ := in.cli(0, "demo", "--locations", "60", "--day", "2026-03-29")
+			key := regexp.MustCompile(`export KEY=(sbk_[A-Z2-7]+)`).FindStringSubmatch(out)
+			if key == nil {
+				t.Fatalf("demo printed no key:\n%s", out)
+			}
+			var dir string
+			for _, e := range in.env {
+				if strings.HasPrefix(e, "SCHEDBRIDGE_DATA_DIR=") {
+					dir = strings.TrimPrefix(e, "SCHEDBRIDGE_DATA_DIR=")
+				}
+			}
+			files, _ := filepath.Glob(filepath.Join(dir, "bucket", "outbox", "fahrplan", "20260329_TPS_*_001.XML"))
+			if len(files) != 2 {
+				t.Fatalf("schedule files %v", files)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "bucket", "lake", "forecast_malo", "delivery_day=2026-03-29", "_latest")); err != nil {
+				t.Fatal(err)
+			}
+
+			// The same stage again: a new run, the same schedule version.
+			stdout, stderr := in.cli(0, "run", "schedules", "--day", "2026-03-29")
+			if !strings.Contains(stderr, "schedules 2026-03-29: run") || !strings.Contains(stdout, `"new":false`) {
+				t.Errorf("run schedules: stdout %s stderr %s", stdout, stderr)
+			}
+			in.cli(2, "run", "nonsense")
+			in.cli(2, "run", "forecast", "--day", "2026-02-30")
+
+			in.serve()
+			code, _, body := in.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key[1], nil)
+			if code != 200 {
+				t.Fatalf("positions: %d %v", code, body)
+			}
+			areas, _ := body["areas"].([]any)
+			if len(areas) != 2 {
+				t.Fatalf("positions areas: %v", body)
+			}
+			series, _ := areas[0].(map[string]any)["series"].([]any)
+			if len(series) != 92 {
+				t.Errorf("spring-forward day has %d quarter-hours in positions", len(series))
+			}
+			code, _, body = in.do("GET", "/v1/process/schedules?day=2026-03-29&portfolio=demo", key[1], nil)
+			if code != 200 {
+				t.Fatalf("schedules: %d %v", code, body)
+			}
+		})
+	}
+}
