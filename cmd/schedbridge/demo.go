@@ -30,22 +30,15 @@ func (a *app) demo(ctx context.Context, args []string) error {
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	day := pipeline.DayOf(a.now()).AddDays(1)
-	if *dayFlag != "" {
-		var err error
-		if day, err = pipeline.ParseDay(*dayFlag); err != nil {
-			return err
-		}
+	day, err := a.deliveryDay(*dayFlag)
+	if err != nil {
+		return err
 	}
-	db, err := a.openDB(ctx)
+	db, bucket, err := a.openStores(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	bucket, err := a.openBucket(ctx)
-	if err != nil {
-		return err
-	}
 	now := a.now()
 	p := pipeline.Portfolio{ID: demoPortfolio, Name: "Demo Energie GmbH", BalancingGroup: demoBG, ExchangeBalancingGroup: demoExchange,
 		ControlAreas: []pipeline.ControlArea{pipeline.FiftyHertz, pipeline.TenneT}}

@@ -128,6 +128,30 @@ func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Reg
 	return r, nil
 }
 
+// deliveryDay is the --day flag's day, or tomorrow in Europe/Berlin when
+// it is empty: the day the day-ahead chain works for.
+func (a *app) deliveryDay(flag string) (pipeline.Day, error) {
+	if flag == "" {
+		return pipeline.DayOf(a.now()).AddDays(1), nil
+	}
+	return pipeline.ParseDay(flag)
+}
+
+// openStores opens the database (migrated) and the bucket; the caller
+// closes the database.
+func (a *app) openStores(ctx context.Context) (*sqldb.DB, objstore.Bucket, error) {
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	bucket, err := a.openBucket(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return db, bucket, nil
+}
+
 // runCmd is `schedbridge run STAGE|chain --day D`: one stage (or the whole
 // chain) now, with a progress line on stderr.
 func (a *app) runCmd(ctx context.Context, args []string) error {
@@ -140,11 +164,9 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("run: want one of forecast, aggregate, open-position, schedules or chain")
 	}
-	day := pipeline.DayOf(a.now()).AddDays(1)
-	if *dayFlag != "" {
-		if day, err = pipeline.ParseDay(*dayFlag); err != nil {
-			return err
-		}
+	day, err := a.deliveryDay(*dayFlag)
+	if err != nil {
+		return err
 	}
 	var stage pipeline.Stage
 	if pos[0] != "chain" {
@@ -152,15 +174,11 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	db, err := a.openDB(ctx)
+	db, bucket, err := a.openStores(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	bucket, err := a.openBucket(ctx)
-	if err != nil {
-		return err
-	}
 	bar := newStageProgress(a.stderr)
 	r, err := a.newRunner(db, bucket, nil, bar.update)
 	if err != nil {
