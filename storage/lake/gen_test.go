@@ -33,8 +33,9 @@ func kindOf(loc int) int {
 	}
 	return 0
 }
-func meteringOf(loc int) int     { return (loc / 3) % len(meteringTypes) }
-func sourceOf(loc int) int       { return (loc / 5) % len(sources) }
+func meteringOf(loc int) int { return (loc / 3) % len(meteringTypes) }
+func sourceOf(loc int) int   { return (loc / 5) % len(sources) }
+
 // powerOf is pseudo-random, so that files compress like measured data, and a
 // multiple of 1/1024 below 1000, so that every sum is exact in float64 and
 // does not depend on the order of addition.

@@ -222,10 +222,11 @@ func (w *Writer) curRows() int64 {
 }
 
 // flushGroup writes the gathered batches as one row group of the current
-// part. pqarrow dictionary-encodes a dictionary column directly only while
-// every batch of a row group brings the same dictionary, and falls back to
-// plain encoding for the rest of the column chunk at the first different one,
-// so the batches' dictionaries are merged first (see unifyDictionaries).
+// part. pqarrow dictionary-encodes a dictionary column only while every batch
+// of a row group brings the same dictionary; at the first different one it
+// falls back to plain encoding for the whole column chunk (the tests check
+// for plain pages). So the batches' dictionaries are merged first (see
+// unifyDictionaries).
 func (w *Writer) flushGroup() error {
 	if w.pendingRows == 0 {
 		return nil
@@ -331,7 +332,10 @@ func (w *Writer) closePart() error {
 // the run's folder and then publishes the run by replacing the day's _latest
 // pointer. A snapshot without rows still gets one (empty) part, so that its
 // schema is readable. If a newer or the same run was published meanwhile,
-// Commit fails with pipeline.Conflict and removes its parts.
+// Commit fails with pipeline.Conflict and removes its parts. The check and
+// the pointer's replacement are not one atomic step (object stores offer no
+// compare-and-swap that all backends share), so runs of one dataset and day
+// must not commit concurrently; the job runner's leader lock ensures that.
 func (w *Writer) Commit(ctx context.Context) (Snapshot, error) {
 	if err := w.usable(); err != nil {
 		return Snapshot{}, err
