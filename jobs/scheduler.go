@@ -28,8 +28,19 @@ var DefaultSpecs = map[pipeline.Stage]string{
 	pipeline.StageSchedules:    "30 10 * * *",
 }
 
+// Sweeper removes lake objects that no pointer names any more (storage/lake).
+type Sweeper interface {
+	Sweep(ctx context.Context, olderThan time.Duration) (int, error)
+}
+
 // SchedulerConfig tunes the scheduler.
 type SchedulerConfig struct {
+	// Sweeper, when set, is run daily at SweepSpec (default 03:15) and
+	// removes temporary and replaced snapshots older than SweepAge (default
+	// 7 days, so analysts can still compare recent runs).
+	Sweeper   Sweeper
+	SweepSpec string
+	SweepAge  time.Duration
 	// Specs overrides DefaultSpecs per stage (standard 5-field cron
 	// expressions in Europe/Berlin time); "-" switches a stage's cron off.
 	Specs map[pipeline.Stage]string
@@ -78,6 +89,15 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 	specs, err := ParseSpecs(cfg.Specs)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.SweepSpec == "" {
+		cfg.SweepSpec = "15 3 * * *"
+	}
+	if cfg.SweepAge <= 0 {
+		cfg.SweepAge = 7 * 24 * time.Hour
+	}
+	if _, err := cron.ParseStandard(cfg.SweepSpec); err != nil {
+		return nil, pipeline.Errorf(pipeline.Invalid, "cron spec of the lake sweep %q: %v", cfg.SweepSpec, err)
 	}
 	if cfg.LeaderPoll <= 0 {
 		cfg.LeaderPoll = 15 * time.Second
@@ -140,6 +160,17 @@ func (s *Scheduler) lead(ctx context.Context) error {
 			continue
 		}
 		c.Schedule(sc, cron.FuncJob(func() { s.Fire(ctx, st) }))
+	}
+	if s.cfg.Sweeper != nil {
+		sweep, _ := cron.ParseStandard(s.cfg.SweepSpec)
+		c.Schedule(sweep, cron.FuncJob(func() {
+			n, err := s.cfg.Sweeper.Sweep(ctx, s.cfg.SweepAge)
+			if err != nil {
+				s.log.WarnContext(ctx, "lake sweep", "err", err)
+				return
+			}
+			s.log.InfoContext(ctx, "lake swept", "objects_removed", n)
+		}))
 	}
 	next := map[string]string{}
 	for st, t := range s.NextRuns(s.cfg.Now()) {

@@ -86,7 +86,7 @@ func (a *app) demo(ctx context.Context, args []string) error {
 		entries, len(profiles), jobs.SynthMGA(0), jobs.SynthMGA(2))
 
 	bar := newStageProgress(a.stderr)
-	r, err := a.newRunner(db, bucket, nil, bar.update)
+	r, _, err := a.newRunner(db, bucket, nil, bar.update)
 	if err != nil {
 		return err
 	}

@@ -372,7 +372,7 @@ func (a *app) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	runner, err := a.newRunner(db, bucket, reg, nil)
+	runner, lk, err := a.newRunner(db, bucket, reg, nil)
 	if err != nil {
 		return err
 	}
@@ -389,7 +389,7 @@ func (a *app) serve(ctx context.Context) error {
 			close(schedDone)
 			return err
 		}
-		sched, err := jobs.NewScheduler(runner, db, jobs.SchedulerConfig{Specs: specs, Now: a.now})
+		sched, err := jobs.NewScheduler(runner, db, jobs.SchedulerConfig{Specs: specs, Now: a.now, Sweeper: lk})
 		if err != nil {
 			close(schedDone)
 			return err

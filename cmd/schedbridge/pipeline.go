@@ -111,10 +111,10 @@ func (a *app) stageSpecs() (map[pipeline.Stage]string, error) {
 }
 
 // newRunner wires the runner to the database, the lake and the outbox.
-func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Registerer, progress func(pipeline.Stage, int64, int64)) (*jobs.Runner, error) {
+func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Registerer, progress func(pipeline.Stage, int64, int64)) (*jobs.Runner, *lake.Lake, error) {
 	cfg, err := a.runnerConfig()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cfg.Progress = progress
 	lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
@@ -122,10 +122,10 @@ func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Reg
 	r := jobs.New(db, lk, bucket, cfg)
 	if reg != nil {
 		if err := r.Register(reg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return r, nil
+	return r, lk, nil
 }
 
 // deliveryDay is the --day flag's day, or tomorrow in Europe/Berlin when
@@ -180,7 +180,7 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 	}
 	defer db.Close()
 	bar := newStageProgress(a.stderr)
-	r, err := a.newRunner(db, bucket, nil, bar.update)
+	r, _, err := a.newRunner(db, bucket, nil, bar.update)
 	if err != nil {
 		return err
 	}
