@@ -100,13 +100,22 @@ func withAnswers(store inbox.AnswerStore) func(*inbox.Config) {
 }
 
 // answerFile reads a test answer file.
+// The real TSO files are read from pipeline/fahrplan's copy of the
+// reference fixtures, so that one copy serves both packages; testdata/ holds
+// only the files made for these tests.
 func answerFile(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{"testdata", "../../pipeline/fahrplan/testdata/reference/ess", "../../pipeline/fahrplan/testdata/reference/cim"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err == nil {
+			return b
+		}
+		if !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
 	}
-	return b
+	t.Fatalf("no test file %s", name)
+	return nil
 }
 
 // The answer files of the tests (see testdata/README.md).
