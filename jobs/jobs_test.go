@@ -292,6 +292,12 @@ func TestChain(t *testing.T) {
 		if _, err := e.db.StageTrades(ctx, &pipeline.AuditEntry{ReceivedAt: t0, PortfolioID: "p1", Endpoint: "test", InputHash: "t", StatusCode: 200}, set, canon); err != nil {
 			t.Fatal(err)
 		}
+		// Schedules before the open position saw the trades would count
+		// them twice: refused, not retried.
+		if _, err := r.RunStage(ctx, pipeline.StageSchedules, day, "test"); pipeline.KindOf(err) != pipeline.Invalid ||
+			!strings.Contains(err.Error(), "run the open-position stage again") {
+			t.Fatalf("schedules with newer trades: %v", err)
+		}
 		for _, st := range []pipeline.Stage{pipeline.StageOpenPosition, pipeline.StageSchedules} {
 			if _, err := r.RunStage(ctx, st, day, "test"); err != nil {
 				t.Fatal(err)

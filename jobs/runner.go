@@ -39,6 +39,7 @@ type Store interface {
 	CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, error)
 	FinishRun(ctx context.Context, id int64, status pipeline.RunStatus, errText string, outputs json.RawMessage, now time.Time) error
 	Runs(ctx context.Context, q pipeline.RunQuery) ([]pipeline.Run, error)
+	Run(ctx context.Context, id int64) (pipeline.Run, error)
 	FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error)
 
 	CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error)
@@ -52,6 +53,7 @@ type Store interface {
 	PublishOpenPosition(ctx context.Context, runID int64, day pipeline.Day, rows []pipeline.OpenPositionRow) error
 
 	RecordSchedule(ctx context.Context, m pipeline.ScheduleMessage) (pipeline.ScheduleMessage, bool, error)
+	LatestSchedule(ctx context.Context, portfolio string, day pipeline.Day, area pipeline.ControlArea) (pipeline.ScheduleMessage, error)
 }
 
 // Lake is the Parquet dataset store (storage/lake).

@@ -29,11 +29,6 @@ const OutboxPrefix = "outbox/fahrplan/"
 // internal trade between two balancing groups in one control area.
 const BusinessTypeTrade = "A02"
 
-// scheduleStore is the part of the store the schedules stage needs beyond Store.
-type scheduleStore interface {
-	LatestSchedule(ctx context.Context, portfolio string, day pipeline.Day, area pipeline.ControlArea) (pipeline.ScheduleMessage, error)
-}
-
 func defaultTSOParty() map[pipeline.ControlArea]string { return maps.Clone(fahrplan.DefaultTSOParty) }
 func defaultAreaEIC() map[pipeline.ControlArea]string  { return maps.Clone(fahrplan.ControlAreaEIC) }
 
@@ -63,10 +58,6 @@ type areaKey struct {
 
 func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
 	day := run.Day
-	ss, ok := r.store.(scheduleStore)
-	if !ok {
-		return nil, fmt.Errorf("store cannot read schedule versions")
-	}
 	in, err := r.latest(ctx, pipeline.DatasetOpenPosition, day, pipeline.StageOpenPosition)
 	if err != nil {
 		return nil, err
@@ -90,16 +81,28 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 		open[k][row.QH] = row.OpenMW
 	}
 
+	// The schedule carries the trades and the open position left after
+	// them; both must come from the same trade set, or a trade imported
+	// after the open position was computed would count twice.
+	used, err := r.tradeVersions(ctx, in.RunID)
+	if err != nil {
+		return nil, err
+	}
 	out := SchedulesOutputs{Input: in}
 	b := newScheduleRows(r.cfg.Alloc, day)
 	defer b.release()
 	for _, p := range ps {
 		var trades []pipeline.Trade
-		set, _, err := r.store.Trades(ctx, p.ID, day)
+		set, version, err := r.store.Trades(ctx, p.ID, day)
 		if err == nil {
 			trades = set.Trades
 		} else if pipeline.KindOf(err) != pipeline.NotFound {
 			return nil, err
+		}
+		if version != used[p.ID] {
+			return nil, pipeline.Errorf(pipeline.Invalid,
+				"the trades of portfolio %s for %s changed since the open position was computed (version %d, the open position used %d): run the open-position stage again",
+				p.ID, day, version, used[p.ID])
 		}
 		for _, area := range pipeline.ControlAreas {
 			residual, hasOpen := open[areaKey{p.ID, area}]
@@ -116,7 +119,7 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 			if err != nil {
 				return nil, fmt.Errorf("portfolio %s %s: %w", p.ID, area, err)
 			}
-			sent, err := r.submit(ctx, ss, run, p, area, msg)
+			sent, err := r.submit(ctx, run, p, area, msg)
 			if err != nil {
 				return nil, fmt.Errorf("portfolio %s %s: %w", p.ID, area, err)
 			}
@@ -131,6 +134,20 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 		return nil, err
 	}
 	return out, nil
+}
+
+// tradeVersions is the trade set version per portfolio that the
+// open-position run used (absent: no trades).
+func (r *Runner) tradeVersions(ctx context.Context, runID int64) (map[string]int, error) {
+	run, err := r.store.Run(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("open-position run %d: %w", runID, err)
+	}
+	var o OpenPositionOutputs
+	if err := json.Unmarshal(run.Outputs, &o); err != nil {
+		return nil, fmt.Errorf("outputs of open-position run %d: %w", runID, err)
+	}
+	return o.Trades, nil
 }
 
 // buildSchedule turns a portfolio's trades and remaining open position in one
@@ -239,10 +256,10 @@ func contentHash(m fahrplan.Message) string {
 // falls between the two, the next run finds the same content recorded, sees
 // the document missing and writes it then, with the recorded version and
 // time, so the file is the same as it would have been.
-func (r *Runner) submit(ctx context.Context, ss scheduleStore, run pipeline.Run, p pipeline.Portfolio, area pipeline.ControlArea, msg fahrplan.Message) (SentSchedule, error) {
+func (r *Runner) submit(ctx context.Context, run pipeline.Run, p pipeline.Portfolio, area pipeline.ControlArea, msg fahrplan.Message) (SentSchedule, error) {
 	hash := contentHash(msg)
 	version := 1
-	latest, err := ss.LatestSchedule(ctx, p.ID, run.Day, area)
+	latest, err := r.store.LatestSchedule(ctx, p.ID, run.Day, area)
 	switch {
 	case err == nil:
 		version = latest.Version + 1

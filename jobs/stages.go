@@ -202,13 +202,15 @@ func (r *Runner) submitted(ctx context.Context, portfolio string, day pipeline.D
 
 // AggregateOutputs is what the aggregate stage reports.
 type AggregateOutputs struct {
-	Input          lake.Snapshot `json:"input"`
-	Dataset        lake.Snapshot `json:"position_control_area"`
-	Rows           int64         `json:"rows"`
-	ReadSeconds    float64       `json:"read_seconds"`
-	Seconds        float64       `json:"seconds"`
-	ValuesPerSec   float64       `json:"values_per_second"`
-	SubmittedAreas int           `json:"submitted_portfolios"`
+	Input        lake.Snapshot `json:"input"`
+	Dataset      lake.Snapshot `json:"position_control_area"`
+	Rows         int64         `json:"rows"`
+	ReadSeconds  float64       `json:"read_seconds"`
+	Seconds      float64       `json:"seconds"`
+	ValuesPerSec float64       `json:"values_per_second"`
+	// SubmittedPortfolios counts the portfolios whose submitted forecast
+	// replaced generated ones in the areas it covers.
+	SubmittedPortfolios int `json:"submitted_portfolios"`
 }
 
 func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
@@ -253,7 +255,7 @@ func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipe
 	}
 	secs := time.Since(started).Seconds()
 	return AggregateOutputs{Input: in, Dataset: snap, Rows: rows, ReadSeconds: read.Seconds(), Seconds: secs,
-		ValuesPerSec: float64(rows) / max(secs, 1e-9), SubmittedAreas: len(subs)}, nil
+		ValuesPerSec: float64(rows) / max(secs, 1e-9), SubmittedPortfolios: len(subs)}, nil
 }
 
 // OpenPositionOutputs is what the open-position stage reports.
