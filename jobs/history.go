@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -92,7 +93,7 @@ func (h *history) err() error {
 		return nil
 	}
 	h.wg.Wait()
-	if h.readErr == context.Canceled {
+	if errors.Is(h.readErr, context.Canceled) {
 		return nil
 	}
 	return h.readErr

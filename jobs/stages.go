@@ -136,8 +136,11 @@ func (r *Runner) forecastPortfolio(ctx context.Context, p pipeline.Portfolio, da
 	err = r.store.CurrentLocations(ctx, p.ID, locationBatch, func(locs []pipeline.Location) error {
 		for _, loc := range locs {
 			s, ok := forecast.ActiveSlice(loc, day)
+			if !ok {
+				continue
+			}
 			var h []pipeline.MeteredEntry
-			if ok && (s.MeteringType == pipeline.RLM || s.MeteringType == pipeline.IMSys) {
+			if s.MeteringType == pipeline.RLM || s.MeteringType == pipeline.IMSys {
 				entries, err := hist.take(loc.Malo)
 				if err != nil {
 					return err
@@ -148,9 +151,6 @@ func (r *Runner) forecastPortfolio(ctx context.Context, p pipeline.Portfolio, da
 						h = append(h, e)
 					}
 				}
-			}
-			if !ok {
-				continue
 			}
 			if err := gen.Add(loc.Malo, s, h); err != nil {
 				return fmt.Errorf("malo %s: %w", loc.Malo, err)
