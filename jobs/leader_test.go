@@ -2,6 +2,7 @@ package jobs_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -27,10 +28,10 @@ type namedLeader struct {
 	log  *leaderLog
 }
 
-func (n namedLeader) TryLeader(ctx context.Context, name string) (func(), bool, error) {
-	release, ok, err := n.l.TryLeader(ctx, name)
+func (n namedLeader) TryLeader(ctx context.Context, name string) (context.Context, func(), bool, error) {
+	held, release, ok, err := n.l.TryLeader(ctx, name)
 	if !ok {
-		return release, ok, err
+		return held, release, ok, err
 	}
 	n.log.mu.Lock()
 	n.log.leads = append(n.log.leads, n.name)
@@ -39,7 +40,7 @@ func (n namedLeader) TryLeader(ctx context.Context, name string) (func(), bool, 
 		n.log.both = true
 	}
 	n.log.mu.Unlock()
-	return func() {
+	return held, func() {
 		n.log.mu.Lock()
 		delete(n.log.active, n.name)
 		n.log.mu.Unlock()
@@ -128,4 +129,45 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("condition not reached in 5 s")
+}
+
+// losingLeader grants leadership and lets the test take it away, as a
+// broken database connection would.
+type losingLeader struct {
+	mu     sync.Mutex
+	grants int
+	lose   context.CancelCauseFunc
+}
+
+func (l *losingLeader) TryLeader(ctx context.Context, _ string) (context.Context, func(), bool, error) {
+	held, cancel := context.WithCancelCause(ctx)
+	l.mu.Lock()
+	l.grants++
+	l.lose = cancel
+	l.mu.Unlock()
+	return held, func() { cancel(nil) }, true, nil
+}
+
+// TestLeadershipLost: a scheduler whose lock is lost stops leading and
+// competes for the leadership again instead of firing on.
+func TestLeadershipLost(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &losingLeader{}
+	r := jobs.New(sqltest.Open(t, sqldb.SQLite), nil, nil, jobs.Config{})
+	s, err := jobs.NewScheduler(r, l, jobs.SchedulerConfig{LeaderPoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	grants := func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.grants }
+	waitFor(t, func() bool { return grants() == 1 })
+	l.mu.Lock()
+	l.lose(errors.New("connection lost"))
+	l.mu.Unlock()
+	waitFor(t, func() bool { return grants() == 2 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

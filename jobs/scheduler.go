@@ -13,8 +13,9 @@ import (
 
 // Leader elects the one process that runs the scheduler (storage/sqldb:
 // a PostgreSQL advisory lock, or a file lock beside a SQLite database).
+// held ends when the leadership does, including when the lock is lost.
 type Leader interface {
-	TryLeader(ctx context.Context, name string) (release func(), ok bool, err error)
+	TryLeader(ctx context.Context, name string) (held context.Context, release func(), ok bool, err error)
 }
 
 // DefaultSpecs are the cron times of the stages for the next delivery day,
@@ -122,19 +123,24 @@ func (s *Scheduler) NextRuns(t time.Time) map[pipeline.Stage]time.Time {
 
 // Run waits to become leader, then fires the stages on cron until ctx ends.
 // Only the leader fires; the others keep polling, so when the leader's
-// process dies (and with it its lock), another takes over.
+// process dies (and with it its lock), another takes over. A leader that
+// loses its lock (its database connection broke) stops firing at once and
+// polls again like any follower.
 func (s *Scheduler) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.LeaderPoll)
 	defer t.Stop()
 	for {
-		release, ok, err := s.leader.TryLeader(ctx, "scheduler")
+		held, release, ok, err := s.leader.TryLeader(ctx, "scheduler")
 		if err != nil {
 			s.log.WarnContext(ctx, "scheduler leader election", "err", err)
 		}
 		if ok {
-			err := s.lead(ctx)
+			err := s.lead(held)
 			release()
-			return err
+			if err != nil || ctx.Err() != nil {
+				return err
+			}
+			s.log.WarnContext(ctx, "scheduler lost its leadership", "cause", context.Cause(held))
 		}
 		select {
 		case <-ctx.Done():
@@ -144,7 +150,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// lead runs the cron while this process is the leader.
+// lead runs the cron while this process is the leader, that is until ctx
+// (the leadership's context) ends.
 func (s *Scheduler) lead(ctx context.Context) error {
 	n, err := s.runner.store.FailStaleRuns(ctx, s.cfg.Now(), "the process running it ended before it finished")
 	if err != nil {

@@ -73,3 +73,10 @@ func QueryString(ctx context.Context, db *DB, q string, args ...any) (string, er
 	err := db.bun.QueryRowContext(ctx, q, args...).Scan(&s)
 	return s, err
 }
+
+// ExecForTest runs a statement on the pool, for tests that must act on the
+// server behind the repository's back (ending a session, say).
+func ExecForTest(ctx context.Context, db *DB, q string, args ...any) error {
+	_, err := db.bun.ExecContext(ctx, q, args...)
+	return err
+}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -955,9 +956,16 @@ func TestTryLeader(t *testing.T) {
 			a, b := openTwice(t, d)
 			try := func(db *sqldb.DB, name string) (func(), bool) {
 				t.Helper()
-				release, ok, err := db.TryLeader(ctx, name)
+				held, release, ok, err := db.TryLeader(ctx, name)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if ok && held.Err() != nil {
+					t.Fatalf("leader, but its held context ended: %v", held.Err())
+				}
+				if ok {
+					// The held context ends with the leadership.
+					return func() { release(); <-held.Done() }, ok
 				}
 				return release, ok
 			}
@@ -986,11 +994,41 @@ func TestTryLeader(t *testing.T) {
 				t.Fatal("old leader took the lock back while the new one holds it")
 			}
 			releaseB()
-			if _, _, err := a.TryLeader(ctx, "../x"); pipeline.KindOf(err) != pipeline.Invalid {
+			if _, _, _, err := a.TryLeader(ctx, "../x"); pipeline.KindOf(err) != pipeline.Invalid {
 				t.Errorf("bad name: %v", err)
 			}
 		})
 	}
+}
+
+// TestLeaderLost: when the connection holding a PostgreSQL leader's lock
+// dies, the server drops the lock; the leader's held context ends with the
+// reason, and another process can lead.
+func TestLeaderLost(t *testing.T) {
+	ctx := context.Background()
+	a, b := openTwice(t, sqldb.Postgres)
+	held, release, ok, err := a.TryLeader(ctx, "scheduler")
+	if err != nil || !ok {
+		t.Fatalf("leader: %v %v", ok, err)
+	}
+	defer release()
+	// Another session kills the one that holds the advisory lock.
+	if err := sqldb.ExecForTest(ctx, b, `SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted`); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-time.After(3 * sqldb.LeaderCheck):
+		t.Fatal("the leader did not notice that its lock was gone")
+	}
+	if cause := context.Cause(held); cause == nil || !strings.Contains(cause.Error(), "connection holding the lock failed") {
+		t.Errorf("cause = %v", cause)
+	}
+	_, releaseB, ok, err := b.TryLeader(ctx, "scheduler")
+	if err != nil || !ok {
+		t.Fatalf("successor: %v %v", ok, err)
+	}
+	releaseB()
 }
 
 // TestPipelineMigrationDownUp reverts the pipeline migration and applies it
