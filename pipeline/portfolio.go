@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -27,6 +28,11 @@ var (
 	eicPattern = regexp.MustCompile(`^[0-9]{2}[A-Z][0-9A-Z-]{12}[0-9A-Z]$`)
 )
 
+// ReservedInboxFolders are the folders under inbox/ that are not portfolios:
+// the TSOs' answers, the partner registry, the EDIFACT channel and dropped
+// mails. Each has its own reader, so no portfolio may take their names.
+var ReservedInboxFolders = []string{"tso", "registry", "edifact", "mail"}
+
 // ValidEIC reports whether s has the shape of an EIC.
 func ValidEIC(s string) bool { return eicPattern.MatchString(s) }
 
@@ -38,6 +44,8 @@ func (p Portfolio) Validate() error {
 	switch {
 	case !portfolioIDPattern.MatchString(p.ID):
 		return Errorf(Invalid, "portfolio id %q: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit", p.ID)
+	case slices.Contains(ReservedInboxFolders, p.ID):
+		return Errorf(Invalid, "portfolio id %q is reserved: inbox/%s/ holds files of the market communication", p.ID, p.ID)
 	case p.Name == "":
 		return Errorf(Invalid, "portfolio %s: name is required", p.ID)
 	case len(p.ControlAreas) == 0:

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -225,9 +226,17 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 		if err != nil {
 			return sum, fmt.Errorf("inbox scan: list: %w", err)
 		}
+		skipTo := ""
 		for _, o := range page {
 			if ctx.Err() != nil {
 				return sum, ctx.Err()
+			}
+			if next, ok := skipFolder(o.Key); ok {
+				// The market communication reads these folders itself; a
+				// folder of 200,000 EDIFACT files is stepped over in one
+				// listing instead of page by page.
+				skipTo = next
+				break
 			}
 			sum.Seen++
 			out, err := p.handle(ctx, o)
@@ -237,6 +246,10 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 			}
 			p.m.files.WithLabelValues(outcomeLabel(out)).Inc()
 			sum.add(out)
+		}
+		if skipTo != "" {
+			after = skipTo
+			continue
 		}
 		if len(page) < p.cfg.PageSize {
 			break
@@ -249,6 +262,19 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 			"busy", sum.Busy, "failed", sum.Failed, "duration", time.Since(start))
 	}
 	return sum, nil
+}
+
+// skipFolder reports whether key lies in a folder under inbox/ that another
+// reader owns (pipeline.ReservedInboxFolders other than the TSO answers), and
+// returns the listing position after the whole folder: '0' follows '/' in
+// byte order, so "inbox/edifact0" sorts after every "inbox/edifact/..." key.
+func skipFolder(key string) (string, bool) {
+	rel := strings.TrimPrefix(key, InboxPrefix)
+	folder, _, ok := strings.Cut(rel, "/")
+	if !ok || folder == AnswerFolder || !slices.Contains(pipeline.ReservedInboxFolders, folder) {
+		return "", false
+	}
+	return InboxPrefix + folder + "0", true
 }
 
 func outcomeLabel(o outcome) string {

@@ -680,3 +680,33 @@ func TestReplacedWhileProcessing(t *testing.T) {
 		}
 	}
 }
+
+// The folders of the market communication have their own readers: the scan
+// steps over them, whatever the page size, and still finds the portfolio
+// files listed before and after them.
+func TestReservedFoldersSkipped(t *testing.T) {
+	e := newEnv(t, combos[0])
+	ctx := context.Background()
+	if _, err := e.db.PutPortfolio(ctx, pipeline.Portfolio{ID: "zz", Name: "Last", ControlAreas: []pipeline.ControlArea{pipeline.TenneT}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	reserved := []string{"inbox/edifact/a.edi", "inbox/edifact/b.edi", "inbox/mail/INBOX/x.eml", "inbox/registry/r.csv"}
+	for _, k := range reserved {
+		e.put(t, k, []byte("x"))
+	}
+	e.put(t, "inbox/p1/metered-data/m.csv", meteredCSV(";", twoDays...))
+	e.put(t, "inbox/zz/metered-data/m.csv", meteredCSV(";", twoDays...))
+	for _, size := range []int{1, 2, 1000} {
+		p := e.processor(t, "A", func(c *inbox.Config) { c.PageSize = size })
+		sum := scan(t, p)
+		if size == 1 && (sum.Processed != 2 || sum.Seen != 2) {
+			t.Fatalf("page size %d: scan = %+v, want the two portfolio files", size, sum)
+		}
+		if size > 1 && sum.Seen != 0 {
+			t.Fatalf("page size %d: scan saw %d files, want none", size, sum.Seen)
+		}
+		if left := e.keys(t, "inbox/"); !slices.Equal(left, reserved) {
+			t.Fatalf("page size %d: inbox holds %v, want %v", size, left, reserved)
+		}
+	}
+}
