@@ -69,3 +69,24 @@ if ! grep -qs "\"version\": \"$DUCKDB_NODE_VERSION\"" "$NODE_DIR/node_modules/@d
   mkdir -p "$NODE_DIR"
   npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error "@duckdb/node-api@$DUCKDB_NODE_VERSION" >/dev/null
 fi
+
+# Dovecot for the IMAP tests (ingest/mail/imaptest): the tests start their own
+# instance with their own configuration on a free loopback port.
+if [ ! -x /usr/sbin/dovecot ]; then
+  echo "test-deps: installing dovecot-imapd" >&2
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install dovecot-imapd" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq dovecot-imapd >/dev/null
+  # Debian starts a system Dovecot on port 143 on install; the tests neither
+  # need nor use it.
+  $SUDO service dovecot stop >/dev/null 2>&1 || true
+  if command -v systemctl >/dev/null 2>&1; then
+    $SUDO systemctl disable dovecot >/dev/null 2>&1 || true
+  fi
+fi
+[ -x /usr/sbin/dovecot ] || { echo "test-deps: /usr/sbin/dovecot still not found" >&2; exit 1; }
