@@ -248,6 +248,11 @@ type Vormerkung struct {
 	Reason  string    `json:"reason"`
 	NotedAt time.Time `json:"noted_at"`
 	Name    string    `json:"name"`
+	// Basis fingerprints the stream state that caused the pre-listing (state
+	// and the newest message's reference). Deleting a pre-listing remembers
+	// its basis, and the automatic noting does not bring it back until the
+	// stream's state changes.
+	Basis string `json:"-"`
 }
 
 // Key is the pre-listing's key in the API: "<mp_id>:<stream>".

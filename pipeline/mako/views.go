@@ -2,8 +2,8 @@ package mako
 
 import "time"
 
-// Status is the colour of an overview row; the rules are in Status's doc in
-// overview.go and in docs/mako.md.
+// Status is the colour of an overview row; the rules are in the doc comment
+// of BuildOverview and in docs/mako.md.
 type Status string
 
 // Row statuses. Red rows sort first under the "status" ordering.
@@ -54,7 +54,7 @@ type OverviewRow struct {
 	ZuordnungOut     StreamState `json:"zuordnungsermaechtigung_out"`
 	LetzterKontaktAt *time.Time  `json:"letzter_kontakt_at"`
 	LetzterKontakt   *string     `json:"letzter_kontakt"`
-	// Open lists the streams not in a final good state (see Open).
+	// Open lists the streams not in a final good state (see OpenStreams).
 	Open []Stream `json:"offen"`
 }
 
