@@ -73,6 +73,9 @@ type Deps struct {
 	Runner  Runner
 	Results Results
 	Trades  TradeStore
+	// The market communication with the DSOs; nil leaves its routes
+	// answering 503.
+	Mako MarketComm
 }
 
 // Config tunes the API. Zero values pick the documented defaults.
@@ -183,6 +186,7 @@ func New(cfg Config, deps Deps) *Server {
 	proc.GET("/console/events", s.needs(deps.Events != nil, "the console feed"), s.getEvents)
 	e.POST("/v1/inbox/events", s.postBucketEvents)
 	s.pipelineRoutes(e)
+	s.makoRoutes(e)
 	s.engine = e
 	return s
 }

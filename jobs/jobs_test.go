@@ -85,7 +85,7 @@ func eachCombo(t *testing.T, fn func(t *testing.T, e *env)) {
 	}
 }
 
-func newEnv(t *testing.T, c combo) *env {
+func newEnv(t testing.TB, c combo) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{db: sqltest.Open(t, c.db), clock: &clock{t: t0}, alloc: memory.NewCheckedAllocator(memory.NewGoAllocator())}

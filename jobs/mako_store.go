@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
 )
 
@@ -63,6 +64,17 @@ type MakoStore interface {
 	// Vormerkungen lists the pre-listings by noted_at, then key, with the
 	// partner's current name.
 	Vormerkungen(ctx context.Context) ([]mako.Vormerkung, error)
-	// DeleteVormerkung removes a pre-listing and returns it, or NotFound.
+	// DeleteVormerkung removes a pre-listing and returns it, or NotFound. In
+	// the same transaction it records the dismissal of the pre-listing's
+	// Basis for the key (replacing an earlier dismissal of the key).
 	DeleteVormerkung(ctx context.Context, mpid string, st mako.Stream) (mako.Vormerkung, error)
+	// ResolveVormerkung removes the pre-listing of a key, if any, and forgets
+	// a dismissal of it: the stream needs no sending any more.
+	ResolveVormerkung(ctx context.Context, mpid string, st mako.Stream) error
+	// Dismissed maps the keys (mako.VormerkungKey) of deleted pre-listings to
+	// the Basis they had when deleted.
+	Dismissed(ctx context.Context) (map[string]string, error)
+
+	// RecordEvent appends to the console feed.
+	RecordEvent(ctx context.Context, ev pipeline.Event) error
 }

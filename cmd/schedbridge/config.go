@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -28,6 +29,7 @@ type Config struct {
 	S3              S3Config       `yaml:"s3"`
 	Inbox           InboxConfig    `yaml:"inbox"`
 	Pipeline        PipelineConfig `yaml:"pipeline"`
+	Mako            MakoConfig     `yaml:"mako"`
 }
 
 // S3Config selects the bucket. Without an endpoint the bucket is the local
@@ -50,6 +52,45 @@ type InboxConfig struct {
 	WebhookToken string        `yaml:"webhook_token"`
 }
 
+// MakoConfig configures the market communication with the DSOs.
+type MakoConfig struct {
+	// Sync runs the channel sync in serve every Interval (default 5 min).
+	Sync     bool          `yaml:"sync"`
+	Interval time.Duration `yaml:"interval"`
+	Self     MakoSelf      `yaml:"self"`
+	// MailFolders maps folder names to "in" or "out"; unlisted folders hold
+	// received mail. The default knows INBOX, Sent, Gesendet and Gesendete
+	// Elemente.
+	MailFolders map[string]string `yaml:"mail_folders"`
+	IMAP        IMAPConfig        `yaml:"imap"`
+}
+
+// MakoSelf is our identity as sender of PARTIN and Zuordnungsermaechtigung.
+type MakoSelf struct {
+	MPID            string   `yaml:"mp_id"`
+	Name            string   `yaml:"name"`
+	Street          string   `yaml:"street"`
+	PostalCode      string   `yaml:"postal_code"`
+	City            string   `yaml:"city"`
+	ContactName     string   `yaml:"contact_name"`
+	Email           string   `yaml:"email"`
+	Phone           string   `yaml:"phone"`
+	PartinProcessID string   `yaml:"partin_process_id"`
+	BalancingGroup  string   `yaml:"balancing_group"`
+	Supplier        string   `yaml:"supplier"`
+	SeriesTypes     []string `yaml:"series_types"`
+}
+
+// IMAPConfig is the mailbox synced for the mail channel; no address, no
+// IMAP sync (the .eml files of inbox/mail/ are still read).
+type IMAPConfig struct {
+	Addr     string   `yaml:"addr"`
+	Username string   `yaml:"username"`
+	Password string   `yaml:"password"`
+	Security string   `yaml:"security"` // tls (default), starttls, none (loopback only)
+	Folders  []string `yaml:"folders"`
+}
+
 func defaultConfig() Config {
 	return Config{
 		Addr:            "127.0.0.1:8080",
@@ -63,6 +104,7 @@ func defaultConfig() Config {
 		S3:              S3Config{Bucket: "schedbridge"},
 		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30},
 		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd"},
+		Mako:            MakoConfig{Sync: true, Interval: 5 * time.Minute, Self: MakoSelf{PartinProcessID: "37000"}, IMAP: IMAPConfig{Security: "tls"}},
 	}
 }
 
@@ -100,6 +142,15 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_STAGE_BACKOFF", func(c *Config, v string) (err error) { c.Pipeline.Backoff, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_HISTORY_WEEKS", func(c *Config, v string) (err error) { c.Pipeline.HistoryWeeks, err = strconv.Atoi(v); return }},
 	{"SCHEDBRIDGE_PARQUET_COMPRESSION", func(c *Config, v string) error { c.Pipeline.Compression = v; return nil }},
+	{"SCHEDBRIDGE_MAKO_SYNC", func(c *Config, v string) (err error) { c.Mako.Sync, err = strconv.ParseBool(v); return }},
+	{"SCHEDBRIDGE_MAKO_INTERVAL", func(c *Config, v string) (err error) { c.Mako.Interval, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_MAKO_MP_ID", func(c *Config, v string) error { c.Mako.Self.MPID = v; return nil }},
+	{"SCHEDBRIDGE_MAKO_BALANCING_GROUP", func(c *Config, v string) error { c.Mako.Self.BalancingGroup = v; return nil }},
+	{"SCHEDBRIDGE_IMAP_ADDR", func(c *Config, v string) error { c.Mako.IMAP.Addr = v; return nil }},
+	{"SCHEDBRIDGE_IMAP_USERNAME", func(c *Config, v string) error { c.Mako.IMAP.Username = v; return nil }},
+	{"SCHEDBRIDGE_IMAP_PASSWORD", func(c *Config, v string) error { c.Mako.IMAP.Password = v; return nil }},
+	{"SCHEDBRIDGE_IMAP_SECURITY", func(c *Config, v string) error { c.Mako.IMAP.Security = v; return nil }},
+	{"SCHEDBRIDGE_IMAP_FOLDERS", func(c *Config, v string) error { c.Mako.IMAP.Folders = strings.Split(v, ","); return nil }},
 }
 
 // loadConfig builds the configuration from the optional YAML file and the
@@ -135,6 +186,20 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	if c.Pipeline.Compression != "zstd" && c.Pipeline.Compression != "snappy" {
 		return c, fmt.Errorf("pipeline.compression %q: want zstd or snappy", c.Pipeline.Compression)
+	}
+	if c.Mako.Interval <= 0 {
+		return c, fmt.Errorf("mako.interval must be positive")
+	}
+	if sec := c.Mako.IMAP.Security; sec != "tls" && sec != "starttls" && sec != "none" {
+		return c, fmt.Errorf("mako.imap.security %q: want tls, starttls or none", sec)
+	}
+	if c.Mako.IMAP.Addr != "" && (c.Mako.IMAP.Username == "" || c.Mako.IMAP.Password == "") {
+		return c, fmt.Errorf("mako.imap: an address needs a username and a password")
+	}
+	for f, d := range c.Mako.MailFolders {
+		if d != "in" && d != "out" {
+			return c, fmt.Errorf("mako.mail_folders[%q] = %q: want in or out", f, d)
+		}
 	}
 	if c.S3.Endpoint != "" && (c.S3.AccessKey == "" || c.S3.SecretKey == "" || c.S3.Bucket == "") {
 		return c, fmt.Errorf("s3: an endpoint needs a bucket, an access key and a secret key")

@@ -48,6 +48,8 @@ Commands:
   run forecast|aggregate|open-position|schedules|chain [--day YYYY-MM-DD]
                                          run one stage (or the whole chain) now, with progress (default day: tomorrow)
   demo [--locations N] [--day YYYY-MM-DD] create a demo portfolio, run the chain for tomorrow, print where to look
+  mako sync|registry FILE|send MP_ID STREAM|nachversand [--list]|overview|antworten
+                                         the market communication with the DSOs (see docs/mako.md)
 
 Configuration comes from the environment (SCHEDBRIDGE_ADDR, SCHEDBRIDGE_DATA_DIR,
 SCHEDBRIDGE_DATABASE_URL, SCHEDBRIDGE_MAX_BODY_BYTES, ...; see README) and an
@@ -98,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = a.runCmd(ctx, rest)
 	case "demo":
 		err = a.demo(ctx, rest)
+	case "mako":
+		err = a.makoCmd(ctx, rest)
 	default:
 		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -419,6 +423,21 @@ func (a *app) serve(ctx context.Context) error {
 		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
 	} else {
 		close(inboxDone)
+	}
+	// The market communication syncs its channels beside the API.
+	makoDone := make(chan struct{})
+	makoCtx, stopMako := context.WithCancel(context.WithoutCancel(ctx))
+	defer func() { stopMako(); <-makoDone }()
+	mk, err := a.newMako(db, bucket)
+	if err != nil {
+		close(makoDone)
+		return err
+	}
+	deps.Mako = mk
+	if a.cfg.Mako.Sync {
+		go func() { defer close(makoDone); a.runMakoSync(makoCtx, mk) }()
+	} else {
+		close(makoDone)
 	}
 	webhook := ""
 	if a.cfg.Inbox.WebhookToken != "" {

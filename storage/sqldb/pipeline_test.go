@@ -1047,9 +1047,10 @@ func TestPipelineMigrationDownUp(t *testing.T) {
 				t.Fatal(err)
 			}
 			for round := range 2 {
-				applied, err := db.Migrate(ctx)
-				if err != nil || !slices.Equal(applied, []string{"20261123000001"}) {
-					t.Fatalf("round %d: migrate = %v, %v", round, applied, err)
+				// Later migrations are not this test's concern: apply up to
+				// the pipeline's, so that the rollback undoes just that one.
+				if err := sqldb.MigrateThrough(ctx, db, "20261123000001"); err != nil {
+					t.Fatalf("round %d: migrate: %v", round, err)
 				}
 				p, err := db.Portfolio(ctx, "p1")
 				if err != nil || p.Name != "One" || p.ExchangeBalancingGroup != "" {
