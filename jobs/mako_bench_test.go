@@ -26,7 +26,7 @@ func BenchmarkMakoViews(b *testing.B) {
 			clk := &fixedClock{t: now}
 			// The views read only the index; no file is parsed here.
 			m, err := jobs.NewMako(e.db, e.bucket, jobs.MakoConfig{Now: clk.Now,
-				ParseEDI: func([]byte) (*mako.Interchange, error) { return nil, nil },
+				ParseEDI:  func([]byte) (*mako.Interchange, error) { return nil, nil },
 				ParseMail: func([]byte) (mako.Mail, error) { return mako.Mail{}, nil }})
 			if err != nil {
 				b.Fatal(err)
