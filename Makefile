@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain loadtest vet fmt clean
+.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako loadtest vet fmt clean
 
 all: build
 
@@ -36,10 +36,10 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # Go benchmarks, then the load generator against a real server process.
-bench: test-deps bench-go bench-chain loadtest
+bench: test-deps bench-go bench-chain bench-mako loadtest
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -skip BenchmarkChain ./...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -skip 'BenchmarkChain|BenchmarkMakoViews' ./...
 
 # The issue's bulk benchmark: a 1,000,000-row x 96 metered-data CSV through
 # MinIO into SQLite and into PostgreSQL (wall time, values/s, peak RSS).
@@ -51,6 +51,12 @@ bench-inbox: test-deps
 # one day, per-stage times, peak RSS and DuckDB's time for the same aggregation.
 bench-chain: test-deps
 	SCHEDBRIDGE_BENCH_LOCATIONS=1000000 $(GO) test -run '^$$' -bench BenchmarkChain -benchtime 1x -timeout 60m ./jobs/
+
+# The market communication at scale: 900 DSOs, 200,000 EDIFACT files and
+# 20,000 mails on SQLite and on PostgreSQL; the overview and the 90-day
+# reply reconciliation as an operator calls them.
+bench-mako: test-deps
+	$(GO) test -run '^$$' -bench BenchmarkMakoViews -benchtime 10x -timeout 30m -v ./jobs/
 
 loadtest: build
 	./deploy/dev/loadtest.sh

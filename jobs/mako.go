@@ -74,6 +74,29 @@ type Identity struct {
 	SeriesTypes []string
 }
 
+// missing names the configuration keys a send of the stream needs and lacks:
+// an interchange without our address or contact would be rejected by the DSO.
+func (id Identity) missing(st mako.Stream) []string {
+	var out []string
+	for _, f := range []struct {
+		key string
+		ok  bool
+	}{
+		{"mako.self.mp_id (13 digits)", mako.ValidMPID(id.MPID)},
+		{"mako.self.name", id.Name != ""},
+		{"mako.self.street", id.Street != ""},
+		{"mako.self.postal_code", id.PostalCode != ""},
+		{"mako.self.city", id.City != ""},
+		{"mako.self.email", id.Email != ""},
+		{"mako.self.balancing_group", st != mako.ZuordnungOut || id.BalancingGroup != ""},
+	} {
+		if !f.ok {
+			out = append(out, f.key)
+		}
+	}
+	return out
+}
+
 // MakoConfig tunes the market communication.
 type MakoConfig struct {
 	Now    func() time.Time
@@ -477,8 +500,8 @@ func (m *Mako) Send(ctx context.Context, mpid string, st mako.Stream) (mako.Sent
 		return mako.Sent{}, err
 	}
 	self := m.cfg.Self
-	if !mako.ValidMPID(self.MPID) {
-		return mako.Sent{}, pipeline.Errorf(pipeline.Unavailable, "our own market-partner id is not configured (mako.self.mp_id)")
+	if missing := self.missing(st); len(missing) > 0 {
+		return mako.Sent{}, pipeline.Errorf(pipeline.Unavailable, "our identity as sender is incomplete: configure %s", strings.Join(missing, ", "))
 	}
 	ref, err := m.store.NextInterchangeRef(ctx)
 	if err != nil {
@@ -501,9 +524,6 @@ func (m *Mako) Send(ctx context.Context, mpid string, st mako.Stream) (mako.Sent
 		kind = "UTILMD"
 		if p.BalancingArea == "" {
 			return mako.Sent{}, pipeline.Errorf(pipeline.Invalid, "partner %s has no balancing area in the registry; the Zuordnungsermaechtigung names one", mpid)
-		}
-		if self.BalancingGroup == "" {
-			return mako.Sent{}, pipeline.Errorf(pipeline.Unavailable, "our balancing group is not configured (mako.self.balancing_group)")
 		}
 		data, err = edifact.WriteZuordnung(edifact.ZuordnungDoc{Envelope: env, BalancingGroup: self.BalancingGroup,
 			BalancingArea: p.BalancingArea, Supplier: self.Supplier, SeriesTypes: self.SeriesTypes,
