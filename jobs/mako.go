@@ -127,6 +127,7 @@ type Mako struct {
 	bucket MakoBucket
 	cfg    MakoConfig
 	syncMu sync.Mutex
+	m      makoMetrics
 }
 
 // NewMako wires the market communication.
@@ -158,18 +159,20 @@ func NewMako(store MakoStore, bucket MakoBucket, cfg MakoConfig) (*Mako, error) 
 	if cfg.Self.PartinProcessID == "" {
 		cfg.Self.PartinProcessID = "37000"
 	}
-	return &Mako{store: store, bucket: bucket, cfg: cfg}, nil
+	return &Mako{store: store, bucket: bucket, cfg: cfg, m: newMakoMetrics()}, nil
 }
 
 // Sync indexes what is new on every channel, then pre-lists the streams that
 // failed or are missing. One sync runs at a time per process; two processes
 // syncing at once index the same files twice, which the store makes harmless.
-func (m *Mako) Sync(ctx context.Context) (mako.SyncReport, error) {
+func (m *Mako) Sync(ctx context.Context) (rep mako.SyncReport, err error) {
 	m.syncMu.Lock()
 	defer m.syncMu.Unlock()
 	start := time.Now()
-	var rep mako.SyncReport
-	var err error
+	defer func() {
+		rep.Duration = time.Since(start)
+		m.observe(rep, err)
+	}()
 	if rep.Registry, err = m.syncRegistry(ctx); err != nil {
 		return rep, err
 	}
@@ -197,19 +200,26 @@ func (m *Mako) Sync(ctx context.Context) (mako.SyncReport, error) {
 		return rep, err
 	}
 	rep.Noted = len(noted)
-	rep.Duration = time.Since(start)
+	if queue, err := m.store.Vormerkungen(ctx); err == nil {
+		m.m.queue.Set(float64(len(queue)))
+	}
 	if rep.EDIFiles+rep.MailFiles+rep.IMAPMails+len(rep.Registry) > 0 {
 		m.cfg.Logger.Info("mako sync", "edifact", rep.EDIFiles, "unparseable", rep.EDIUnparsable,
-			"mail_files", rep.MailFiles, "imap_mails", rep.IMAPMails, "noted", rep.Noted, "duration", rep.Duration)
+			"mail_files", rep.MailFiles, "imap_mails", rep.IMAPMails, "noted", rep.Noted, "duration", time.Since(start))
 	}
 	return rep, nil
 }
+
+// listPage is the page size of the sync's listings: S3 servers answer at most
+// 1000 keys per request anyway, and the local store walks its folder once per
+// page, so larger pages mean fewer walks of a folder of many files.
+const listPage = 5000
 
 // list walks every object under prefix.
 func (m *Mako) list(ctx context.Context, prefix string, fn func(pipeline.ObjectInfo) error) error {
 	after := ""
 	for {
-		page, err := m.bucket.List(ctx, prefix, after, 1000)
+		page, err := m.bucket.List(ctx, prefix, after, listPage)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, err)
 		}
@@ -218,7 +228,7 @@ func (m *Mako) list(ctx context.Context, prefix string, fn func(pipeline.ObjectI
 				return err
 			}
 		}
-		if len(page) < 1000 {
+		if len(page) < listPage {
 			return nil
 		}
 		after = page[len(page)-1].Key
@@ -598,8 +608,15 @@ func (m *Mako) NoteDue(ctx context.Context) ([]mako.Vormerkung, error) {
 			}
 		}
 	}
+	listed := make(map[string]bool, len(existing))
+	for _, v := range existing {
+		listed[v.Key()] = true
+	}
 	var created []mako.Vormerkung
 	for _, v := range due {
+		if listed[v.Key()] {
+			continue // it keeps its noted_at; nothing to write
+		}
 		if basis, ok := dismissed[v.Key()]; ok && basis == v.Basis {
 			continue
 		}

@@ -1,12 +1,15 @@
 package jobs_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/schedbridge/schedbridge/ingest/edifact"
+	"github.com/schedbridge/schedbridge/ingest/mail"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
 )
@@ -141,5 +144,69 @@ func loadScale(b *testing.B, e *env, now time.Time) {
 			}
 			mails = mails[:0]
 		}
+	}
+}
+
+// BenchmarkMakoSync measures the sync over real files in the local store:
+// "index" drops 2,000 new interchanges (our PARTIN as the writer makes them,
+// the DSOs' APERAK answers to them) per iteration and syncs them (list, read,
+// parse, index, answer matching); "idle" syncs again with nothing new, which
+// is what serve does every interval, over everything indexed so far.
+func BenchmarkMakoSync(b *testing.B) {
+	e := newEnv(b, combos[0])
+	ctx := context.Background()
+	clk := &fixedClock{t: time.Date(2026, 11, 23, 7, 0, 0, 0, time.UTC)}
+	m, err := jobs.NewMako(e.db, e.bucket, jobs.MakoConfig{Now: clk.Now, ParseEDI: edifact.Parse, ParseMail: mail.Parse})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	drop := func(count int) {
+		for range count / 2 {
+			n++
+			to := fmt.Sprintf("99%011d", n%900+1)
+			ref := fmt.Sprintf("SB%012d", n)
+			at := clk.Now().Add(-time.Duration(n) * time.Minute)
+			out, err := edifact.WritePARTIN(edifact.PartinDoc{Envelope: edifact.Envelope{Sender: us, Receiver: to, InterchangeRef: ref,
+				MessageRef: "M" + ref[2:], DocumentNo: ref, At: at}, ProcessID: "37000", Company: "Beispiel Energie GmbH",
+				Street: "Musterweg 1", PostalCode: "10115", City: "Berlin", Country: "DE", ContactName: "Marktkommunikation",
+				Email: "mako@beispiel-energie.de", Phone: "+49 30 1234567", EdifactEmail: "edi@beispiel-energie.de"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.putBytes(b, fmt.Sprintf("%s%07d.edi", jobs.EDIOutPrefix, n), out)
+			ans := edi(to, fmt.Sprintf("AP%012d", n), "AP1", "APERAK:D:07B:UN:2.2", at.Add(time.Hour),
+				"BGM+312+APDOC"+ref, "DTM+137:"+at.Add(time.Hour).Format("200601021504")+"?+00:303", "RFF+ACE:"+ref,
+				"NAD+MR+"+us+"::293", "NAD+MS+"+to+"::293")
+			e.putBytes(b, fmt.Sprintf("%s%07d.edi", jobs.EDIInPrefix, n), []byte(ans))
+		}
+	}
+	b.Run("index", func(b *testing.B) {
+		files := 0
+		for b.Loop() {
+			b.StopTimer()
+			drop(2000)
+			b.StartTimer()
+			rep, err := m.Sync(ctx)
+			if err != nil || rep.EDIFiles != 2000 || rep.EDIUnparsable != 0 {
+				b.Fatalf("sync = %+v, %v", rep, err)
+			}
+			files += rep.EDIFiles
+		}
+		b.ReportMetric(float64(files)/b.Elapsed().Seconds(), "files/s")
+	})
+	b.Run("idle", func(b *testing.B) {
+		for b.Loop() {
+			if rep, err := m.Sync(ctx); err != nil || rep.EDIFiles != 0 {
+				b.Fatalf("idle sync = %+v, %v", rep, err)
+			}
+		}
+		b.ReportMetric(float64(n*2), "files_indexed")
+	})
+}
+
+func (e *env) putBytes(b *testing.B, key string, data []byte) {
+	if err := e.bucket.Put(context.Background(), key, bytes.NewReader(data), int64(len(data))); err != nil {
+		b.Fatal(err)
 	}
 }

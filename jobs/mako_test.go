@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/schedbridge/schedbridge/ingest/edifact"
 	"github.com/schedbridge/schedbridge/ingest/mail"
 	"github.com/schedbridge/schedbridge/ingest/mail/imaptest"
@@ -107,6 +109,10 @@ func TestMakoEndToEnd(t *testing.T) {
 		ctx := context.Background()
 		clk := &fixedClock{t: time.Date(2026, 11, 16, 8, 0, 0, 0, time.UTC)} // a Monday
 		m := e.mako(t, clk)
+		reg := prometheus.NewRegistry()
+		if err := m.Register(reg); err != nil {
+			t.Fatal(err)
+		}
 
 		e.put(t, jobs.RegistryPrefix+"dsos.csv", registryCSV)
 		rep, err := m.Sync(ctx)
@@ -174,6 +180,12 @@ func TestMakoEndToEnd(t *testing.T) {
 		// 3 sent files were indexed by Send already; the four inbox files are new.
 		if rep.EDIFiles != 4 || rep.EDIUnparsable != 1 || rep.MailFiles != 2 {
 			t.Fatalf("second sync = %+v", rep)
+		}
+		if got := metricValue(t, reg, "schedbridge_mako_indexed_total", "unparseable"); got != 1 {
+			t.Errorf("unparseable EDIFACT files counted %v, want 1", got)
+		}
+		if got := metricValue(t, reg, "schedbridge_mako_syncs_total", "ok"); got != 2 {
+			t.Errorf("syncs counted %v, want 2", got)
 		}
 		bad, err := m.EDIErrors(ctx, 10)
 		if err != nil || len(bad) != 1 || bad[0].Key != jobs.EDIInPrefix+"b/broken.edi" || bad[0].Error == "" {
@@ -274,6 +286,31 @@ func TestMakoEndToEnd(t *testing.T) {
 			t.Errorf("B's PARTIN after the re-send = %+v, want gesendet", b.PartinOut)
 		}
 	})
+}
+
+// metricValue reads the value of the metric whose labels include the value want.
+func metricValue(t *testing.T, reg *prometheus.Registry, name, want string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == want {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue()
+					}
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return -1
 }
 
 func listKeys(t *testing.T, e *env, prefix string) []string {

@@ -434,6 +434,10 @@ func (a *app) serve(ctx context.Context) error {
 		return err
 	}
 	deps.Mako = mk
+	if err := mk.Register(reg); err != nil {
+		close(makoDone)
+		return err
+	}
 	if a.cfg.Mako.Sync {
 		go func() { defer close(makoDone); a.runMakoSync(makoCtx, mk) }()
 	} else {

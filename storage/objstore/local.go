@@ -278,7 +278,14 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) 
 	if rootKey != "" {
 		root = l.path(rootKey)
 	}
-	var found []ObjectInfo
+	// Matches are collected by name first; only the page that is returned
+	// pays for a stat, so listing a folder of many files page by page costs
+	// one stat per file, not one per file and page.
+	type match struct {
+		key string
+		d   fs.DirEntry
+	}
+	var matches []match
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if missing(err) {
@@ -309,14 +316,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) 
 		if !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) || key <= startAfter || checkKey(key) != nil {
 			return nil
 		}
-		info, err := d.Info()
-		if err != nil {
-			if missing(err) {
-				return nil
-			}
-			return err
-		}
-		found = append(found, objectInfo(key, info))
+		matches = append(matches, match{key, d})
 		return nil
 	})
 	if err != nil {
@@ -325,12 +325,20 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string, limit int) 
 		}
 		return nil, fmt.Errorf("list %q: %w", prefix, err)
 	}
-	sort.Slice(found, func(i, j int) bool { return found[i].Key < found[j].Key })
-	if len(found) > limit {
-		found = found[:limit]
-	}
-	if found == nil {
-		found = []ObjectInfo{}
+	sort.Slice(matches, func(i, j int) bool { return matches[i].key < matches[j].key })
+	found := make([]ObjectInfo, 0, min(len(matches), limit))
+	for _, m := range matches {
+		if len(found) == limit {
+			break
+		}
+		info, err := m.d.Info()
+		if err != nil {
+			if missing(err) {
+				continue // removed while we list
+			}
+			return nil, fmt.Errorf("list %q: %w", prefix, err)
+		}
+		found = append(found, objectInfo(m.key, info))
 	}
 	return found, nil
 }
