@@ -4,22 +4,32 @@
 # Idempotent: does nothing when everything is there.
 set -euo pipefail
 
+# apt_install installs Debian packages as root, or through sudo.
+apt_install() {
+  local SUDO=""
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install $*" >&2; exit 1; }
+    SUDO=sudo
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "$@" >/dev/null
+}
+
+# as_root runs a command as root, or through sudo.
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
 have_pg() {
   command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
 }
 
 if ! have_pg || ! id postgres >/dev/null 2>&1; then
   echo "test-deps: installing postgresql-15" >&2
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install postgresql-15" >&2; exit 1; }
-    SUDO=sudo
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq postgresql-15 >/dev/null
+  apt_install postgresql-15
   # Debian starts a cluster of its own on install; the tests start their own.
-  $SUDO service postgresql stop >/dev/null 2>&1 || true
+  as_root service postgresql stop >/dev/null 2>&1 || true
 fi
 have_pg || { echo "test-deps: initdb still not found" >&2; exit 1; }
 
@@ -38,14 +48,7 @@ install_tool versitygw github.com/versity/versitygw/cmd/versitygw v1.8.0
 # The aws CLI, for tests that check the S3 servers with a second client.
 if ! command -v aws >/dev/null 2>&1; then
   echo "test-deps: installing awscli" >&2
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install awscli" >&2; exit 1; }
-    SUDO=sudo
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq awscli >/dev/null
+  apt_install awscli
 fi
 
 # DuckDB for Node (npm @duckdb/node-api, which ships its binary), the second
@@ -56,14 +59,7 @@ DUCKDB_NODE_VERSION=1.5.6-r.1
 if ! grep -qs "\"version\": \"$DUCKDB_NODE_VERSION\"" "$NODE_DIR/node_modules/@duckdb/node-api/package.json"; then
   if ! command -v npm >/dev/null 2>&1; then
     echo "test-deps: installing nodejs and npm" >&2
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then
-      command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install nodejs npm" >&2; exit 1; }
-      SUDO=sudo
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq nodejs npm >/dev/null
+    apt_install nodejs npm
   fi
   echo "test-deps: installing @duckdb/node-api@$DUCKDB_NODE_VERSION into $NODE_DIR" >&2
   mkdir -p "$NODE_DIR"
@@ -74,19 +70,12 @@ fi
 # instance with their own configuration on a free loopback port.
 if [ ! -x /usr/sbin/dovecot ]; then
   echo "test-deps: installing dovecot-imapd" >&2
-  SUDO=""
-  if [ "$(id -u)" != 0 ]; then
-    command -v sudo >/dev/null || { echo "test-deps: need root or sudo to apt-get install dovecot-imapd" >&2; exit 1; }
-    SUDO=sudo
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq dovecot-imapd >/dev/null
+  apt_install dovecot-imapd
   # Debian starts a system Dovecot on port 143 on install; the tests neither
   # need nor use it.
-  $SUDO service dovecot stop >/dev/null 2>&1 || true
+  as_root service dovecot stop >/dev/null 2>&1 || true
   if command -v systemctl >/dev/null 2>&1; then
-    $SUDO systemctl disable dovecot >/dev/null 2>&1 || true
+    as_root systemctl disable dovecot >/dev/null 2>&1 || true
   fi
 fi
 [ -x /usr/sbin/dovecot ] || { echo "test-deps: /usr/sbin/dovecot still not found" >&2; exit 1; }

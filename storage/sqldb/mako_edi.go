@@ -359,21 +359,9 @@ func (db *DB) insertEDIFiles(ctx context.Context, tx bun.Tx, stmts stmtCache, li
 		if err != nil {
 			return fmt.Errorf("insert files: %w", err)
 		}
-		ids := make(map[string]int64, len(part))
-		for rows.Next() {
-			var id int64
-			var key string
-			if err := rows.Scan(&id, &key); err != nil {
-				rows.Close()
-				return err
-			}
-			ids[key] = id
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-		if err := rows.Err(); err != nil {
-			return err
+		ids, err := scanIDs(rows)
+		if err != nil {
+			return fmt.Errorf("insert files: %w", err)
 		}
 		for _, i := range part {
 			if fileIDs[i] = ids[list[i].Key]; fileIDs[i] == 0 {
@@ -1071,4 +1059,23 @@ func (db *DB) makoRead(ctx context.Context, fn func(conn bun.IDB) error) error {
 		}
 		return fn(tx)
 	})
+}
+
+// scanIDs reads the (id, key) pairs a multi-row INSERT ... RETURNING gives
+// back, keyed by the key, and closes the rows.
+func scanIDs(rows *sql.Rows) (map[string]int64, error) {
+	defer rows.Close()
+	ids := map[string]int64{}
+	for rows.Next() {
+		var id int64
+		var key string
+		if err := rows.Scan(&id, &key); err != nil {
+			return nil, err
+		}
+		ids[key] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return ids, rows.Close()
 }

@@ -104,21 +104,9 @@ func (db *DB) IndexMails(ctx context.Context, mails []mako.Mail) (int, error) {
 			if err != nil {
 				return fmt.Errorf("insert mails: %w", err)
 			}
-			ids := map[string]int64{}
-			for rows.Next() {
-				var id int64
-				var src string
-				if err := rows.Scan(&id, &src); err != nil {
-					rows.Close()
-					return err
-				}
-				ids[src] = id
-			}
-			if err := rows.Close(); err != nil {
-				return err
-			}
-			if err := rows.Err(); err != nil {
-				return err
+			ids, err := scanIDs(rows)
+			if err != nil {
+				return fmt.Errorf("insert mails: %w", err)
 			}
 			added += len(ids)
 			var addr []any
