@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -324,9 +323,11 @@ func (m *Mako) syncMailDrops(ctx context.Context) (n, bad int, err error) {
 		if len(batch) == 0 {
 			return nil
 		}
-		if _, err := m.store.IndexMails(ctx, batch); err != nil {
+		added, err := m.store.IndexMails(ctx, batch)
+		if err != nil {
 			return fmt.Errorf("mako sync mail: index: %w", err)
 		}
+		n += added
 		batch = batch[:0]
 		return nil
 	}
@@ -337,24 +338,27 @@ func (m *Mako) syncMailDrops(ctx context.Context) (n, bad int, err error) {
 			return nil
 		}
 		data, err := m.read(ctx, o.Key)
+		var ml mako.Mail
 		if err == nil {
-			var ml mako.Mail
-			if ml, err = m.cfg.ParseMail(data); err == nil {
-				ml.Source, ml.Folder, ml.Direction = o.Key, folder, m.direction(folder)
-				batch = append(batch, ml)
-				n++
-				if len(batch) >= 200 {
-					return flush()
-				}
-				return nil
-			}
+			ml, err = m.cfg.ParseMail(data)
 		}
-		if pipeline.KindOf(err) == pipeline.Internal && !errors.Is(err, io.ErrUnexpectedEOF) {
+		switch k := pipeline.KindOf(err); {
+		case err == nil:
+			ml.Source, ml.Folder, ml.Direction = o.Key, folder, m.direction(folder)
+			batch = append(batch, ml)
+			if len(batch) >= 200 {
+				return flush()
+			}
+			return nil
+		case k == pipeline.Invalid || k == pipeline.TooLarge:
+			// The file stays and is counted on every sync until it is
+			// replaced or removed; the log says which one it is.
+			bad++
+			m.cfg.Logger.Warn("mako: unreadable mail file", "key", o.Key, "err", err)
+			return nil
+		default:
 			return err
 		}
-		bad++
-		m.cfg.Logger.Warn("mako: unreadable mail file", "key", o.Key, "err", err)
-		return nil
 	})
 	if err != nil {
 		return n, bad, err

@@ -173,12 +173,13 @@ func TestMakoEndToEnd(t *testing.T) {
 			"Sehr geehrte Damen und Herren,\n\nIhre Übertragungsdatei "+partinA.InterchangeRef+" haben wir verarbeitet.\n\nMit freundlichen Grüßen", at))
 		e.put(t, jobs.MailDropPrefix+"INBOX/c.eml", eml("post@netz-c.de", "Rückfrage",
 			"Zu Ihrer Nachricht mit Referenz ZZ99887766 fehlt uns die Anlage.", at.Add(time.Hour)))
+		e.put(t, jobs.MailDropPrefix+"INBOX/broken.eml", "this is no mail at all")
 		rep, err = m.Sync(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// 3 sent files were indexed by Send already; the four inbox files are new.
-		if rep.EDIFiles != 4 || rep.EDIUnparsable != 1 || rep.MailFiles != 2 {
+		if rep.EDIFiles != 4 || rep.EDIUnparsable != 1 || rep.MailFiles != 2 || rep.MailRejected != 1 {
 			t.Fatalf("second sync = %+v", rep)
 		}
 		if got := metricValue(t, reg, "schedbridge_mako_indexed_total", "unparseable"); got != 1 {
