@@ -357,7 +357,13 @@ func TestMakoIMAP(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 17, 8, 0, 0, 0, time.UTC)
 	srv.Deliver(t, "INBOX", []byte(eml("mako@netz-a.de", "=?UTF-8?Q?R=C3=BCckmeldung?=", "Grüße aus Aachen", at)))
-	srv.Deliver(t, "INBOX", []byte(eml("edi@netz-b.de", "Frage", "Bitte PARTIN senden", at.Add(time.Minute))))
+	multipart := "From: =?ISO-8859-1?Q?Bayernwerk_Nord_M=FCnchen?= <EDI@Netz-B.de>\r\nTo: mako@beispiel-energie.de\r\n" +
+		"Subject: =?UTF-8?Q?AW:_=C3=9Cbertragungsdatei_SB000000000042?=\r\nDate: " + at.Add(time.Minute).Format(time.RFC1123Z) + "\r\n" +
+		"Message-ID: <mp-1@netz-b.de>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=\"b1\"\r\n\r\n" +
+		"--b1\r\nContent-Type: text/plain; charset=UTF-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+		"Die =C3=9Cbertragungsdatei wurde gepr=C3=BCft.\r\nMit freundlichen Gr=C3=BC=C3=9Fen\r\n" +
+		"--b1\r\nContent-Type: text/html; charset=UTF-8\r\n\r\n<p>HTML</p>\r\n--b1--\r\n"
+	srv.Deliver(t, "INBOX", []byte(multipart))
 	sent := strings.Replace(eml("mako@beispiel-energie.de", "Unsere PARTIN", "anbei", at.Add(2*time.Hour)), "To: mako@beispiel-energie.de", "To: post@netz-c.de", 1)
 	srv.Deliver(t, "Gesendet", []byte(sent))
 
@@ -389,5 +395,16 @@ func TestMakoIMAP(t *testing.T) {
 	rec, err := m.Reconcile(ctx, 7)
 	if err != nil || len(rec.Antworten) != 3 {
 		t.Fatalf("reconciliation over IMAP mail = %+v, %v (want the three received, not the sent one)", rec, err)
+	}
+	// The multipart mail from B: decoded subject and text, B by its address
+	// in any case, and the cited reference not found among our messages.
+	i := slices.IndexFunc(rec.Antworten, func(r mako.Reply) bool { return r.Sender == "edi@netz-b.de" && r.MPID == dsoB && strings.HasPrefix(r.Subject, "AW:") })
+	if i < 0 {
+		t.Fatalf("no reply of B with its subject: %+v", rec.Antworten)
+	}
+	r := rec.Antworten[i]
+	if r.Subject != "AW: Übertragungsdatei SB000000000042" || !strings.Contains(r.Text, "Die Übertragungsdatei wurde geprüft.") ||
+		strings.Contains(r.Text, "HTML") || len(r.Zitiert) != 1 || r.Zitiert[0].Gefunden || r.Bewertung != mako.BewertungOhneBezug {
+		t.Errorf("multipart reply = %+v", r)
 	}
 }
