@@ -398,7 +398,9 @@ func TestMakoIMAP(t *testing.T) {
 	}
 	// The multipart mail from B: decoded subject and text, B by its address
 	// in any case, and the cited reference not found among our messages.
-	i := slices.IndexFunc(rec.Antworten, func(r mako.Reply) bool { return r.Sender == "edi@netz-b.de" && r.MPID == dsoB && strings.HasPrefix(r.Subject, "AW:") })
+	i := slices.IndexFunc(rec.Antworten, func(r mako.Reply) bool {
+		return r.Sender == "edi@netz-b.de" && r.MPID == dsoB && strings.HasPrefix(r.Subject, "AW:")
+	})
 	if i < 0 {
 		t.Fatalf("no reply of B with its subject: %+v", rec.Antworten)
 	}
