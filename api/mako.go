@@ -120,10 +120,15 @@ func (s *Server) putPartners(c *gin.Context) {
 func mpIDPath(c *gin.Context, problems *[]ingest.Problem) string {
 	id := c.Param("mp_id")
 	if !mako.ValidMPID(id) {
-		*problems = append(*problems, ingest.Problem{Type: "string_pattern_mismatch", Loc: []string{"path", "mp_id"},
-			Msg: `String should match pattern '^\d{13}$'`, Input: id, Ctx: map[string]any{"pattern": `^\d{13}$`}})
+		*problems = append(*problems, mpIDProblem([]string{"path", "mp_id"}, id))
 	}
 	return id
+}
+
+// mpIDProblem is pydantic's problem for an mp_id that is not 13 digits.
+func mpIDProblem(loc []string, input string) ingest.Problem {
+	return ingest.Problem{Type: "string_pattern_mismatch", Loc: loc,
+		Msg: `String should match pattern '^\d{13}$'`, Input: input, Ctx: map[string]any{"pattern": `^\d{13}$`}}
 }
 
 var sendStreamNames = func() []string {
@@ -215,8 +220,7 @@ func (s *Server) postVormerkung(c *gin.Context) {
 	case req.MPID == nil:
 		problems = append(problems, missingProblem([]string{"body", "mp_id"}))
 	case !mako.ValidMPID(*req.MPID):
-		problems = append(problems, ingest.Problem{Type: "string_pattern_mismatch", Loc: []string{"body", "mp_id"},
-			Msg: `String should match pattern '^\d{13}$'`, Input: *req.MPID, Ctx: map[string]any{"pattern": `^\d{13}$`}})
+		problems = append(problems, mpIDProblem([]string{"body", "mp_id"}, *req.MPID))
 	}
 	if req.Stream == nil {
 		problems = append(problems, missingProblem([]string{"body", "stream"}))
@@ -262,13 +266,21 @@ func (s *Server) postNachversand(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	// Each pre-listing is shown as the queue shows it, with its key.
+	type result struct {
+		Vormerkung vormerkungJSON `json:"vormerkung"`
+		Sent       *mako.Sent     `json:"sent,omitempty"`
+		Error      string         `json:"error,omitempty"`
+	}
+	out := make([]result, len(res))
 	sent := 0
-	for _, r := range res {
+	for i, r := range res {
+		out[i] = result{Vormerkung: vormerkungOf(r.Vormerkung), Sent: r.Sent, Error: r.Error}
 		if r.Sent != nil {
 			sent++
 		}
 	}
-	c.JSON(http.StatusOK, gin.H{"results": res, "sent": sent, "failed": len(res) - sent})
+	c.JSON(http.StatusOK, gin.H{"results": out, "sent": sent, "failed": len(res) - sent})
 }
 
 func (s *Server) postMakoSync(c *gin.Context) {

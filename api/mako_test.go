@@ -176,8 +176,15 @@ func TestMakoAPI(t *testing.T) {
 		// The send run: A's ZE and the PARTIN of B and C go out; B and C
 		// have no balancing area, so their ZE stays in the queue.
 		r = f.as("process", "POST", "/v1/process/nachversand/senden", nil)
-		if res := r.json(t); r.code != 200 || res["sent"] != 3.0 || res["failed"] != 2.0 {
+		res := r.json(t)
+		if r.code != 200 || res["sent"] != 3.0 || res["failed"] != 2.0 {
 			t.Fatalf("send run: %d %s", r.code, r.body)
+		}
+		for _, x := range res["results"].([]any) {
+			v := x.(map[string]any)["vormerkung"].(map[string]any)
+			if v["key"] != v["mp_id"].(string)+":"+v["stream"].(string) || v["noted_at"] != now.UTC().Format(time.RFC3339) {
+				t.Errorf("send run result's pre-listing = %v, want it as the queue shows it", v)
+			}
 		}
 		if r := f.as("report1", "GET", "/v1/process/nachversand/vormerkungen", nil); r.json(t)["count"] != 2.0 {
 			t.Errorf("queue after the send run: %s", r.body)

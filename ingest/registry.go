@@ -10,6 +10,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"golang.org/x/text/encoding/charmap"
+
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
 )
@@ -61,7 +63,11 @@ func ParseRegistry(r io.Reader) (RegistryFile, error) {
 	}
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	if !utf8.Valid(data) {
-		data = latin1ToUTF8(data)
+		// Older spreadsheet exports without a BOM are ISO-8859-1, where the
+		// umlauts sit at the same code points.
+		if data, err = charmap.ISO8859_1.NewDecoder().Bytes(data); err != nil {
+			return RegistryFile{}, pipeline.Errorf(pipeline.Invalid, "registry: neither UTF-8 nor ISO-8859-1: %v", err)
+		}
 	}
 	header, _, _ := bytes.Cut(data, []byte("\n"))
 	cr := csv.NewReader(bytes.NewReader(data))
@@ -182,14 +188,4 @@ func blank(row []string) bool {
 		}
 	}
 	return true
-}
-
-// latin1ToUTF8 reads bytes as ISO-8859-1, which is what older spreadsheet
-// exports without a BOM usually are; umlauts sit at the same code points.
-func latin1ToUTF8(b []byte) []byte {
-	out := make([]byte, 0, len(b)+len(b)/8)
-	for _, c := range b {
-		out = utf8.AppendRune(out, rune(c))
-	}
-	return out
 }

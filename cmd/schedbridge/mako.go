@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -84,15 +83,11 @@ func (a *app) makoCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usagef("%s", makoUsage)
 	}
-	db, err := a.openDB(ctx)
+	db, bucket, err := a.openStores(ctx)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	bucket, err := a.openBucket(ctx)
-	if err != nil {
-		return err
-	}
 	m, err := a.newMako(db, bucket)
 	if err != nil {
 		return err
@@ -139,11 +134,12 @@ func (a *app) makoCmd(ctx context.Context, args []string) error {
 		}
 		return out.Encode(s)
 	case "nachversand":
-		fs := flag.NewFlagSet("mako nachversand", flag.ContinueOnError)
-		fs.SetOutput(a.stderr)
+		fs := newFlagSet("mako nachversand", a.stderr)
 		list := fs.Bool("list", false, "list the queue instead of sending it")
-		if err := fs.Parse(rest); err != nil {
-			return usagef("%v", err)
+		if pos, err := parseInterspersed(fs, rest); err != nil {
+			return err
+		} else if len(pos) > 0 {
+			return usagef("mako nachversand takes no arguments")
 		}
 		if *list {
 			vs, err := m.Vormerkungen(ctx)
@@ -165,12 +161,13 @@ func (a *app) makoCmd(ctx context.Context, args []string) error {
 		}
 		return out.Encode(res)
 	case "overview", "antworten":
-		fs := flag.NewFlagSet("mako "+sub, flag.ContinueOnError)
-		fs.SetOutput(a.stderr)
+		fs := newFlagSet("mako "+sub, a.stderr)
 		tage := fs.Int("tage", map[string]int{"overview": 365, "antworten": 7}[sub], "look-back days")
 		ordnung := fs.String("ordnung", mako.OrderStatus, "status or kontakt")
-		if err := fs.Parse(rest); err != nil {
-			return usagef("%v", err)
+		if pos, err := parseInterspersed(fs, rest); err != nil {
+			return err
+		} else if len(pos) > 0 {
+			return usagef("mako %s takes no arguments", sub)
 		}
 		if sub == "overview" {
 			if *tage < 1 || *tage > 730 || (*ordnung != mako.OrderStatus && *ordnung != mako.OrderKontakt) {
