@@ -199,9 +199,6 @@ func (m *Mako) Sync(ctx context.Context) (rep mako.SyncReport, err error) {
 		return rep, err
 	}
 	rep.Noted = len(noted)
-	if queue, err := m.store.Vormerkungen(ctx); err == nil {
-		m.m.queue.Set(float64(len(queue)))
-	}
 	if rep.EDIFiles+rep.MailFiles+rep.IMAPMails+len(rep.Registry) > 0 {
 		m.cfg.Logger.Info("mako sync", "edifact", rep.EDIFiles, "unparseable", rep.EDIUnparsable,
 			"mail_files", rep.MailFiles, "imap_mails", rep.IMAPMails, "noted", rep.Noted, "duration", time.Since(start))
@@ -605,13 +602,16 @@ func (m *Mako) NoteDue(ctx context.Context) ([]mako.Vormerkung, error) {
 	for _, v := range due {
 		stillDue[v.Key()] = true
 	}
+	queue := len(existing)
 	for _, v := range existing {
 		if v.Basis != manualBasis && !stillDue[v.Key()] {
 			if err := m.store.ResolveVormerkung(ctx, v.MPID, v.Stream); err != nil {
 				return nil, fmt.Errorf("note due: %w", err)
 			}
+			queue--
 		}
 	}
+	defer func() { m.m.queue.Set(float64(queue)) }()
 	listed := make(map[string]bool, len(existing))
 	for _, v := range existing {
 		listed[v.Key()] = true
@@ -630,6 +630,7 @@ func (m *Mako) NoteDue(ctx context.Context) ([]mako.Vormerkung, error) {
 		}
 		if isNew {
 			created = append(created, got)
+			queue++
 		}
 	}
 	return created, nil

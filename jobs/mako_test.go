@@ -262,6 +262,9 @@ func TestMakoEndToEnd(t *testing.T) {
 		if rep, err := m.Sync(ctx); err != nil || rep.Noted != 0 || rep.EDIFiles != 0 || rep.MailFiles != 0 {
 			t.Fatalf("idle sync = %+v, %v", rep, err)
 		}
+		if got := metricValue(t, reg, "schedbridge_mako_vormerkungen", ""); got != 3 {
+			t.Errorf("queue gauge = %v, want 3", got)
+		}
 		// The send run sends B's two streams and keeps C's ZE (no balancing area).
 		res, err := m.SendPrelisted(ctx)
 		if err != nil {
@@ -289,7 +292,8 @@ func TestMakoEndToEnd(t *testing.T) {
 	})
 }
 
-// metricValue reads the value of the metric whose labels include the value want.
+// metricValue reads the value of the metric whose labels include the value
+// want; want "" reads a gauge without labels.
 func metricValue(t *testing.T, reg *prometheus.Registry, name, want string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -301,6 +305,9 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, want string) floa
 			continue
 		}
 		for _, m := range mf.GetMetric() {
+			if want == "" && m.GetGauge() != nil {
+				return m.GetGauge().GetValue() // a metric without labels
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetValue() == want {
 					if c := m.GetCounter(); c != nil {
