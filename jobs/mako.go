@@ -206,10 +206,12 @@ func (m *Mako) Sync(ctx context.Context) (rep mako.SyncReport, err error) {
 	return rep, nil
 }
 
-// listPage is the page size of the sync's listings: S3 servers answer at most
-// 1000 keys per request anyway, and the local store walks its folder once per
-// page, so larger pages mean fewer walks of a folder of many files.
-const listPage = 5000
+// listPage is the page size of the sync's listings. S3 servers answer at most
+// 1000 keys per request whatever the page, but the local store reads and
+// sorts the whole folder once per page: with 200,000 files in a folder and
+// pages of 5,000 an idle sync took 7.7 s, nearly all of it listing. A page of
+// 100,000 keys (about 10 MB) lists such a folder in two walks.
+const listPage = 100_000
 
 // list walks every object under prefix.
 func (m *Mako) list(ctx context.Context, prefix string, fn func(pipeline.ObjectInfo) error) error {
