@@ -43,11 +43,18 @@ func Errorf(kind ErrorKind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Message: fmt.Sprintf(format, args...)}
 }
 
-// KindOf returns the kind of the first *Error in err's chain, Internal otherwise.
+// KindOf returns the kind of the first *Error in err's chain, or of the first
+// error that has a Kind method, Internal otherwise.
 func KindOf(err error) ErrorKind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
+	}
+	// Errors of adapters that carry their own detail (ingest's schema and
+	// business errors) say their kind through a method.
+	var k interface{ Kind() ErrorKind }
+	if errors.As(err, &k) {
+		return k.Kind()
 	}
 	return Internal
 }

@@ -29,9 +29,10 @@ var (
 )
 
 // ReservedInboxFolders are the folders under inbox/ that are not portfolios:
-// the TSOs' answers, the partner registry, the EDIFACT channel and dropped
-// mails. Each has its own reader, so no portfolio may take their names.
-var ReservedInboxFolders = []string{"tso", "registry", "edifact", "mail"}
+// the TSOs' answers, the partner registry, the EDIFACT channel, dropped
+// mails, market prices and series activation lists. Each has its own
+// reader, so no portfolio may take their names.
+var ReservedInboxFolders = []string{"tso", "registry", "edifact", "mail", "prices", "zeitreihen"}
 
 // ValidEIC reports whether s has the shape of an EIC.
 func ValidEIC(s string) bool { return eicPattern.MatchString(s) }

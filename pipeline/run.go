@@ -15,6 +15,10 @@ const (
 	StageAggregate    Stage = "aggregate"     // sum per control area and quarter-hour
 	StageOpenPosition Stage = "open-position" // net forecast minus procured trades
 	StageSchedules    Stage = "schedules"     // build and submit ESS schedules to the TSOs
+	// StageKalkulation is not part of the day-ahead chain: it runs for a
+	// past delivery day, when the Ist has arrived, and materializes what
+	// the period calculation reads.
+	StageKalkulation Stage = "kalkulation"
 	// StageChain names the run record of a whole orchestrated chain, whose
 	// stage runs point at it as their parent.
 	StageChain Stage = "chain"
@@ -23,14 +27,14 @@ const (
 // Stages lists the chain's stages in order.
 var Stages = []Stage{StageForecast, StageAggregate, StageOpenPosition, StageSchedules}
 
-// ParseStage accepts one of the four stages.
+// ParseStage accepts one of the four stages of the chain or kalkulation.
 func ParseStage(s string) (Stage, error) {
-	for _, st := range Stages {
+	for _, st := range append(Stages[:len(Stages):len(Stages)], StageKalkulation) {
 		if string(st) == s {
 			return st, nil
 		}
 	}
-	return "", Errorf(Invalid, "stage %q: want forecast, aggregate, open-position or schedules", s)
+	return "", Errorf(Invalid, "stage %q: want forecast, aggregate, open-position, schedules or kalkulation", s)
 }
 
 // RunStatus is where a run is in its life.
@@ -136,6 +140,13 @@ type ScheduleMessage struct {
 	AnswerAt     *time.Time `json:"answer_at,omitempty"`
 	AnswerKey    string     `json:"answer_key,omitempty"`
 	AnswerDetail string     `json:"answer_detail,omitempty"`
+	// BoughtMW and SoldMW are the message's quantities per quarter-hour
+	// (average MW), summed over its series: energy into and out of the
+	// sender's balancing group. They are stored beside the document so that
+	// the period calculation need not parse it; nil for messages recorded
+	// before they were kept, whose quantities only the document has.
+	BoughtMW []float64 `json:"-"`
+	SoldMW   []float64 `json:"-"`
 }
 
 // PositionRow is one quarter-hour of a portfolio's position in a control

@@ -29,6 +29,7 @@ const (
 	DatasetPositionControlArea = "position_control_area"
 	DatasetOpenPosition        = "open_position"
 	DatasetSchedule            = "schedule"
+	DatasetKalkulation         = "kalkulation"
 )
 
 // Forecast sources: where the series of a market location came from.
@@ -111,6 +112,38 @@ var ScheduleSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "qh_index", Type: arrow.PrimitiveTypes.Int16},
 	{Name: "ts_utc", Type: TimestampUTC},
 	{Name: "quantity_mw", Type: arrow.PrimitiveTypes.Float64},
+}, nil)
+
+// KalkulationSchema: the period calculation per portfolio, control area and
+// quarter-hour (pipeline/kalkulation). Energy in kWh, prices in EUR/MWh,
+// money in EUR; a price or money column is null where a price it needs is
+// missing, and ist_mw is null where the day's quantity basis is the
+// schedule.
+var KalkulationSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "portfolio", Type: dictString},
+	{Name: "delivery_day", Type: arrow.FixedWidthTypes.Date32},
+	{Name: "control_area", Type: dictString},
+	{Name: "qh_index", Type: arrow.PrimitiveTypes.Int16},
+	{Name: "ts_utc", Type: TimestampUTC},
+	{Name: "basis", Type: dictString}, // ist | fahrplan
+	{Name: "bought_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "sold_mw", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ist_mw", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "fahrplan_kauf_kwh", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "fahrplan_verkauf_kwh", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "kundenmenge_kwh", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "ausgleichsenergie_kwh", Type: arrow.PrimitiveTypes.Float64},
+	{Name: "spot_eur_mwh", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "rebap_eur_mwh", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "fahrplan_kauf_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "fahrplan_verkauf_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "kundenmenge_spotwert_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "ausgleichsenergie_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "ausgleichsenergie_spotwert_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "ausgleichsenergie_mehrkosten_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "gesamtkosten_eur", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	{Name: "spot_fehlt", Type: arrow.FixedWidthTypes.Boolean},
+	{Name: "rebap_fehlt", Type: arrow.FixedWidthTypes.Boolean},
 }, nil)
 
 // Date32 is the Arrow date32 value of the day (days since 1970-01-01).

@@ -62,7 +62,16 @@ type parser struct {
 	// copied into slices of exact size, one allocation each.
 	refs    []mako.Reference
 	parties []mako.Party
+	// series is a slab from which UTILMD messages take their SeriesInfo,
+	// so that a file of thousands of them does not allocate one each; unhs
+	// bounds the messages of the file, so that a small file gets a small
+	// slab.
+	series []mako.SeriesInfo
+	unhs   int
 }
+
+// seriesSlab is how many SeriesInfo one allocation of the slab holds at most.
+const seriesSlab = 64
 
 func newParser(data []byte) *parser {
 	p := &parser{data: data, d: defaultDelims}
@@ -79,6 +88,10 @@ type msgState struct {
 	start int // segment number of the UNH
 	bgm   bool
 	texts []string
+	// seriesErr is the first unreadable DTM+158/159 of a UTILMD message,
+	// which fails the interchange only if the message turns out to be an
+	// activation or deactivation of a series (RFF+Z13 comes after it).
+	seriesErr error
 }
 
 // Parse reads one EDIFACT interchange (optional UNA, UNB..UNZ) into its
@@ -102,7 +115,8 @@ func Parse(data []byte) (*mako.Interchange, error) {
 		return nil, segErr(seg, "no UNB: an interchange starts with UNB")
 	}
 	ic := &mako.Interchange{}
-	if n := bytes.Count(data, []byte("UNH")); n > 0 {
+	p.unhs = bytes.Count(data, []byte("UNH"))
+	if n := p.unhs; n > 0 {
 		// An upper bound (the text may contain "UNH" elsewhere) that saves
 		// growing a slice of large structs; capped so that hostile input
 		// cannot make it reserve much memory.
@@ -446,6 +460,16 @@ func (p *parser) unt(seg segment, m *msgState) error {
 	if m.msg.Ack != nil && len(m.texts) > 0 {
 		m.msg.Ack.Text = strings.Join(m.texts, " ")
 	}
+	if m.msg.Series != nil {
+		// The segments are read before RFF+Z13 tells the process (it comes
+		// after them in each transaction); only the activation and
+		// deactivation of a series (55062/55063) keep what they say.
+		if m.msg.ProcessID != "55062" && m.msg.ProcessID != "55063" {
+			m.msg.Series = nil
+		} else if m.seriesErr != nil {
+			return m.seriesErr
+		}
+	}
 	return nil
 }
 
@@ -494,14 +518,73 @@ func (p *parser) body(seg segment, m *msgState) error {
 			}
 		}
 	case "DTM":
-		if !msg.Date.IsZero() || string(p.field(seg, 0, 0)) != "137" {
+		switch q := p.field(seg, 0, 0); string(q) {
+		case "137":
+			if !msg.Date.IsZero() {
+				return nil
+			}
+			t, err := parseDTM(p.str(p.field(seg, 0, 1)), p.str(p.field(seg, 0, 2)))
+			if err != nil {
+				return segErr(seg, "DTM+137: %v", err)
+			}
+			msg.Date = t
+		case "158", "159":
+			// Start and end of balancing of a UTILMD transaction.
+			if msg.Type != "UTILMD" {
+				return nil
+			}
+			s := p.seriesOf(msg)
+			at := &s.Start
+			if q[2] == '9' {
+				at = &s.End
+			}
+			if !at.IsZero() {
+				return nil
+			}
+			t, err := parseDTM(p.str(p.field(seg, 0, 1)), p.str(p.field(seg, 0, 2)))
+			if err != nil {
+				if m.seriesErr == nil {
+					m.seriesErr = segErr(seg, "DTM+%s: %v", q, err)
+				}
+				return nil
+			}
+			*at = t
+		}
+	case "IDE":
+		if msg.Type == "UTILMD" && string(p.field(seg, 0, 0)) == "24" {
+			if s := p.seriesOf(msg); s.Transaction == "" {
+				s.Transaction = p.unique(p.field(seg, 1, 0))
+			}
+		}
+	case "CCI":
+		// CCI+<qualifier>++<code>. Z20 (balancing area), Z19 (balancing
+		// group) and 15 (series family) are read off sample files, not the
+		// UTILMD MIG: unverified.
+		if msg.Type != "UTILMD" {
 			return nil
 		}
-		t, err := parseDTM(p.str(p.field(seg, 0, 1)), p.str(p.field(seg, 0, 2)))
-		if err != nil {
-			return segErr(seg, "DTM+137: %v", err)
+		var dst *string
+		switch string(p.field(seg, 0, 0)) {
+		case "Z20":
+			dst = &p.seriesOf(msg).Area
+		case "Z19":
+			dst = &p.seriesOf(msg).Group
+		case "15":
+			dst = &p.seriesOf(msg).Family
+		default:
+			return nil
 		}
-		msg.Date = t
+		if *dst == "" {
+			*dst = p.str(p.field(seg, 2, 0))
+		}
+	case "CAV":
+		// The series type (SLS, TLS, ...) as the first component of the
+		// first element, as in the sample files: unverified.
+		if msg.Type == "UTILMD" {
+			if s := p.seriesOf(msg); s.Type == "" {
+				s.Type = p.str(p.field(seg, 0, 0))
+			}
+		}
 	case "RFF":
 		q, v := p.str(p.field(seg, 0, 0)), p.str(p.field(seg, 0, 1))
 		if q == "" {
@@ -574,6 +657,29 @@ func (p *parser) body(seg segment, m *msgState) error {
 		}
 	}
 	return nil
+}
+
+// unique is str for a value that differs from message to message, such as
+// a transaction id: interning it would only fill the table and crowd out
+// the values that do repeat.
+func (p *parser) unique(b []byte) string {
+	intern := p.intern
+	p.intern = nil
+	s := p.str(b)
+	p.intern = intern
+	return s
+}
+
+// seriesOf returns the message's SeriesInfo, taking it from the slab on
+// first use.
+func (p *parser) seriesOf(msg *mako.Message) *mako.SeriesInfo {
+	if msg.Series == nil {
+		if len(p.series) == 0 {
+			p.series = make([]mako.SeriesInfo, max(1, min(p.unhs, seriesSlab)))
+		}
+		msg.Series, p.series = &p.series[0], p.series[1:]
+	}
+	return msg.Series
 }
 
 func segErr(seg segment, format string, args ...any) error {

@@ -130,6 +130,8 @@ func TestParseSamples(t *testing.T) {
 						Parties: []mako.Party{{Qualifier: "MS", ID: dso, CodeList: "293"}, {Qualifier: "MR", ID: us, CodeList: "293"},
 							{Qualifier: "VY", ID: us, CodeList: "293"}},
 						SegmentCount: 15,
+						Series: &mako.SeriesInfo{Transaction: "UM07770001", Start: utc(2026, 8, 31, 22, 0),
+							Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z21", Type: "SLS"},
 					},
 					{
 						Ref: "UM2", Type: "UTILMD", Version: "D:11A:UN:S2.1", BGM: "Z07", DocumentNo: "UM-2026-0777-2",
@@ -138,6 +140,8 @@ func TestParseSamples(t *testing.T) {
 						Parties: []mako.Party{{Qualifier: "MS", ID: dso, CodeList: "293"}, {Qualifier: "MR", ID: us, CodeList: "293"},
 							{Qualifier: "VY", ID: us, CodeList: "293"}},
 						SegmentCount: 15,
+						Series: &mako.SeriesInfo{Transaction: "UM07770002", End: utc(2026, 9, 30, 22, 0),
+							Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z21", Type: "TLS"},
 					},
 				},
 			},

@@ -138,6 +138,22 @@ type Message struct {
 	Parties      []Party
 	Ack          *Ack // CONTRL and APERAK only
 	SegmentCount int  // UNT 0074 as checked
+	// Series is set for UTILMD messages only, and only when they carry one
+	// of its segments (IDE+24, DTM+158/159, CCI+Z20/Z19/15, CAV).
+	Series *SeriesInfo
+}
+
+// SeriesInfo is what a UTILMD activation or deactivation of a series (55062/55063) says.
+// A message that carries several transactions (IDE+24) keeps the values of the
+// segments that come first. The CCI qualifiers and the CAV position are
+// taken from sample files, not from the UTILMD MIG: unverified.
+type SeriesInfo struct {
+	Transaction string    // IDE+24
+	Start, End  time.Time // DTM+158 / DTM+159 (UTC), zero when absent
+	Area        string    // CCI+Z20: balancing area EIC (Y)
+	Group       string    // CCI+Z19: balancing group EIC (X)
+	Family      string    // CCI+15 code: Z21 = BK-SZR (towards the BKV), Z20 = LF-SZR (towards the supplier); unverified
+	Type        string    // CAV: series type, e.g. SLS
 }
 
 // Reference is an RFF segment.

@@ -24,6 +24,7 @@ import (
 const (
 	readModelPositions    = "positions"
 	readModelOpenPosition = "open-position"
+	readModelKalkulation  = "kalkulation"
 )
 
 type readModel struct {
@@ -37,6 +38,11 @@ var (
 		[]string{"consumption_mw", "production_mw", "net_mw", "source"}}
 	openPositionModel = readModel{readModelOpenPosition, "open_position_rows",
 		[]string{"net_mw", "bought_mw", "sold_mw", "open_mw"}}
+	// kalkulationModel is the kalkulation stage's materialized quantities,
+	// which the period calculation reads over a range of days
+	// (KalkulationRows in kalkulation.go).
+	kalkulationModel = readModel{readModelKalkulation, "kalkulation_rows",
+		[]string{"bought_mw", "sold_mw", "ist_mw", "basis"}}
 )
 
 // readModelKey identifies one row of a read model within a run.

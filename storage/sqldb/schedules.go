@@ -33,6 +33,27 @@ type scheduleRow struct {
 	AnswerAt     *time.Time `bun:"answer_at"`
 	AnswerKey    string     `bun:"answer_key"`
 	AnswerDetail string     `bun:"answer_detail"`
+	// BoughtMW and SoldMW hold the message's quantities (appendValues);
+	// NULL for messages recorded before the columns existed.
+	BoughtMW []byte `bun:"bought_mw"`
+	SoldMW   []byte `bun:"sold_mw"`
+}
+
+// quantityBytes is the stored form of a message's quantities: NULL for nil,
+// so that "not recorded" stays apart from an empty series.
+func quantityBytes(vals []float64) []byte {
+	if vals == nil {
+		return nil
+	}
+	return appendValues(make([]byte, 0, 8*len(vals)), vals)
+}
+
+// quantities decodes a stored quantity column; NULL is nil.
+func quantities(b []byte) ([]float64, error) {
+	if b == nil {
+		return nil, nil
+	}
+	return decodeValues(b)
 }
 
 func (r scheduleRow) domain() (pipeline.ScheduleMessage, error) {
@@ -50,6 +71,12 @@ func (r scheduleRow) domain() (pipeline.ScheduleMessage, error) {
 	if r.AnswerAt != nil {
 		t := r.AnswerAt.UTC()
 		m.AnswerAt = &t
+	}
+	if m.BoughtMW, err = quantities(r.BoughtMW); err != nil {
+		return pipeline.ScheduleMessage{}, fmt.Errorf("schedule message %d: bought quantities: %w", r.ID, err)
+	}
+	if m.SoldMW, err = quantities(r.SoldMW); err != nil {
+		return pipeline.ScheduleMessage{}, fmt.Errorf("schedule message %d: sold quantities: %w", r.ID, err)
 	}
 	return m, nil
 }
@@ -74,7 +101,9 @@ func scheduleRows(rows []scheduleRow) ([]pipeline.ScheduleMessage, error) {
 // latest recorded version has the same hash, nothing is written and the
 // latest version is returned with false: a re-run of an unchanged day sends
 // nothing new. Otherwise m is recorded as the next version (1 for the first)
-// with status submitted and no answer, and returned with true.
+// with status submitted and no answer, and returned with true. m.BoughtMW
+// and m.SoldMW, the message's quantities, are stored with the version (nil
+// stays nil); an unchanged re-run keeps the latest version's.
 //
 // The document names its version, so the caller builds it before this call:
 // it asks LatestSchedule, builds the document, file name and object key for
@@ -126,6 +155,7 @@ func (db *DB) RecordSchedule(ctx context.Context, m pipeline.ScheduleMessage) (p
 			MessageID: m.MessageID, Version: next, FileName: m.FileName, ObjectKey: m.ObjectKey,
 			ContentHash: m.ContentHash, Sender: m.Sender, Receiver: m.Receiver, RunID: m.RunID,
 			Status: string(pipeline.ScheduleSubmitted), SentAt: m.SentAt.UTC(),
+			BoughtMW: quantityBytes(m.BoughtMW), SoldMW: quantityBytes(m.SoldMW),
 		}
 		if _, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
@@ -175,6 +205,26 @@ func (db *DB) Schedules(ctx context.Context, portfolio string, day pipeline.Day)
 	}
 	if err := q.Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list schedules of %s: %w", day, err)
+	}
+	return scheduleRows(rows)
+}
+
+// SubmittedSchedules returns, per portfolio and control area of a delivery
+// day, the latest version of the schedule that the TSO has not rejected,
+// with its quantities, ordered by portfolio and control area. A version the
+// TSO rejected was not taken into the balancing, so the version before it
+// stands. BoughtMW and SoldMW are nil for messages recorded before the
+// quantities were kept; the caller reads those from the stored document.
+func (db *DB) SubmittedSchedules(ctx context.Context, day pipeline.Day) ([]pipeline.ScheduleMessage, error) {
+	var rows []scheduleRow
+	rejected := string(pipeline.ScheduleRejected)
+	// bun names the model's table schedule_row in the outer query.
+	err := db.bun.NewSelect().Model(&rows).Where("delivery_day = ?", day.String()).Where("status <> ?", rejected).
+		Where("version = (SELECT MAX(o.version) FROM schedule_messages o WHERE o.portfolio_id = schedule_row.portfolio_id "+
+			"AND o.delivery_day = schedule_row.delivery_day AND o.control_area = schedule_row.control_area AND o.status <> ?)", rejected).
+		Order("portfolio_id", "control_area").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("submitted schedules of %s: %w", day, err)
 	}
 	return scheduleRows(rows)
 }
