@@ -81,13 +81,7 @@ func (s *Server) pipelineRoutes(e *gin.Engine) {
 // --- parameters ---
 
 // stageNames are the values of the {stage} path parameter.
-var stageNames = func() []string {
-	out := make([]string, len(pipeline.Stages))
-	for i, st := range pipeline.Stages {
-		out[i] = string(st)
-	}
-	return out
-}()
+var stageNames = append(stringsOf(pipeline.Stages), string(pipeline.StageKalkulation))
 
 // enumProblem is pydantic's problem for a value outside an Enum, as FastAPI
 // reports it for an Enum-typed parameter.
@@ -608,6 +602,10 @@ func (s *Server) postStage(c *gin.Context) {
 		problems = append(problems, enumProblem([]string{"path", "stage"}, raw, stageNames))
 	}
 	day := s.commandDay(c, &problems)
+	if _, given := c.GetQuery("day"); !given && stage == pipeline.StageKalkulation {
+		// The kalkulation calculates a day that is over: yesterday.
+		day = pipeline.DayOf(s.now()).AddDays(-1)
+	}
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return

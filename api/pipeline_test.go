@@ -607,7 +607,7 @@ func TestPipelineNotFoundAndUnavailable(t *testing.T) {
 
 func TestPipelineParameterProblems(t *testing.T) {
 	f := newPipeFixture(t, true)
-	const stageMsg = "Input should be 'forecast', 'aggregate', 'open-position' or 'schedules'"
+	const stageMsg = "Input should be 'forecast', 'aggregate', 'open-position', 'schedules' or 'kalkulation'"
 	tests := []struct {
 		key, method, path string
 		want              []string
@@ -629,7 +629,7 @@ func TestPipelineParameterProblems(t *testing.T) {
 		{"process", "GET", "/v1/process/runs?limit=0&stage=publish&day=x", []string{
 			`query.limit greater_than_equal "0" | Input should be greater than or equal to 1`,
 			`query.day date_from_datetime_parsing "x" | Input should be a valid date or datetime, input is too short`,
-			`query.stage enum "publish" | Input should be 'forecast', 'aggregate', 'open-position', 'schedules' or 'chain'`}},
+			`query.stage enum "publish" | Input should be 'forecast', 'aggregate', 'open-position', 'schedules', 'kalkulation' or 'chain'`}},
 		{"process", "GET", "/v1/process/runs?limit=1001", []string{`query.limit less_than_equal "1001" | Input should be less than or equal to 1000`}},
 		{"process", "GET", "/v1/process/runs/abc", []string{
 			`path.id int_parsing "abc" | Input should be a valid integer, unable to parse string as an integer`}},

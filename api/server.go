@@ -76,6 +76,10 @@ type Deps struct {
 	// The market communication with the DSOs; nil leaves its routes
 	// answering 503.
 	Mako MarketComm
+	// The ramp-up snapshot, the Zeitreihen tree and the prices, and the
+	// period calculation; nil fields leave their routes answering 503.
+	Marktdaten Marktdaten
+	Calculator Calculator
 }
 
 // Config tunes the API. Zero values pick the documented defaults.
@@ -187,6 +191,7 @@ func New(cfg Config, deps Deps) *Server {
 	e.POST("/v1/inbox/events", s.postBucketEvents)
 	s.pipelineRoutes(e)
 	s.makoRoutes(e)
+	s.marktdatenRoutes(e)
 	s.engine = e
 	return s
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -19,6 +18,7 @@ import (
 	"github.com/schedbridge/schedbridge/ingest/edifact"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
+	"github.com/schedbridge/schedbridge/pipeline/zeitreihen"
 )
 
 // Bucket folders of the market communication. The inbox folders are reserved
@@ -259,6 +259,15 @@ func (m *Mako) syncEDI(ctx context.Context, prefix string, dir mako.Direction) (
 		return 0, 0, fmt.Errorf("mako sync %s: %w", prefix, err)
 	}
 	var batch []mako.EDIFile
+	// The series activations (UTILMD 55062/55063) of received files go to
+	// the Zeitreihen tree, one set per file, once the file is indexed. A
+	// file indexed before is written again even without activations, so
+	// that a changed file drops the records it no longer has.
+	type fileActivations struct {
+		key  string
+		recs []zeitreihen.Activation
+	}
+	var acts []fileActivations
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -266,11 +275,17 @@ func (m *Mako) syncEDI(ctx context.Context, prefix string, dir mako.Direction) (
 		if err := m.store.IndexEDIFiles(ctx, batch); err != nil {
 			return fmt.Errorf("mako sync %s: index: %w", prefix, err)
 		}
-		batch = batch[:0]
+		for _, a := range acts {
+			if _, err := m.store.ReplaceActivations(ctx, zeitreihen.SourceUTILMD, a.key, a.recs, m.cfg.Now()); err != nil {
+				return fmt.Errorf("mako sync %s: activations: %w", a.key, err)
+			}
+		}
+		batch, acts = batch[:0], acts[:0]
 		return nil
 	}
 	err = m.list(ctx, prefix, func(o pipeline.ObjectInfo) error {
-		if etag, ok := known[o.Key]; ok && etag == o.ETag {
+		etag, seen := known[o.Key]
+		if seen && etag == o.ETag {
 			return nil
 		}
 		f := mako.EDIFile{Key: o.Key, ETag: o.ETag, Size: o.Size, Direction: dir, SeenAt: m.cfg.Now()}
@@ -288,6 +303,19 @@ func (m *Mako) syncEDI(ctx context.Context, prefix string, dir mako.Direction) (
 		if f.Error != "" {
 			bad++
 			m.cfg.Logger.Warn("mako: unparseable EDIFACT file", "key", o.Key, "err", f.Error)
+		}
+		if dir == mako.In {
+			var recs []zeitreihen.Activation
+			if f.Interchange != nil {
+				var problems []string
+				recs, problems = zeitreihen.FromInterchange(f.Interchange)
+				for _, p := range problems {
+					m.cfg.Logger.Warn("mako: UTILMD activation not usable", "key", o.Key, "problem", p)
+				}
+			}
+			if len(recs) > 0 || seen {
+				acts = append(acts, fileActivations{o.Key, recs})
+			}
 		}
 		n++
 		batch = append(batch, f)
@@ -421,50 +449,26 @@ func (m *Mako) syncIMAP(ctx context.Context) (int, error) {
 // key order, and moves each to processed/registry/ or, with its error beside
 // it, to rejected/registry/.
 func (m *Mako) syncRegistry(ctx context.Context) ([]mako.RegistryReport, error) {
-	var keys []string
-	if err := m.list(ctx, RegistryPrefix, func(o pipeline.ObjectInfo) error {
-		if rel := strings.TrimPrefix(o.Key, RegistryPrefix); rel != "" && !strings.Contains(rel, "/") {
-			keys = append(keys, o.Key)
-		}
-		return nil
-	}); err != nil {
-		return nil, err
+	d := dropFolder{Prefix: RegistryPrefix, Processed: registryProcessed, Rejected: registryRejected,
+		MaxBytes: m.cfg.MaxFileBytes, Now: m.cfg.Now, Logger: m.cfg.Logger}
+	type imported struct {
+		res     mako.RegistryResult
+		skipped int
 	}
-	var out []mako.RegistryReport
-	for _, key := range keys {
-		rep := mako.RegistryReport{Key: key}
-		data, err := m.read(ctx, key)
-		if err != nil && pipeline.KindOf(err) != pipeline.TooLarge {
-			return out, err
+	outcomes, err := d.sync(ctx, m.bucket, func(ctx context.Context, key string, data []byte) (any, error) {
+		res, skipped, err := m.ImportRegistry(ctx, key, bytes.NewReader(data))
+		return imported{res, skipped}, err
+	})
+	out := make([]mako.RegistryReport, 0, len(outcomes))
+	for _, o := range outcomes {
+		rep := mako.RegistryReport{Key: o.Key, Error: o.Error}
+		if imp, ok := o.Result.(imported); ok {
+			rep.Result, rep.Skipped = &imp.res, imp.skipped
 		}
-		stamp := m.cfg.Now().UTC().Format("20060102T150405Z") + "-"
-		if err == nil {
-			var res mako.RegistryResult
-			var skipped int
-			res, skipped, err = m.ImportRegistry(ctx, key, bytes.NewReader(data))
-			if err == nil {
-				rep.Result, rep.Skipped = &res, skipped
-				if err := m.bucket.Move(ctx, key, registryProcessed+stamp+path.Base(key)); err != nil {
-					return out, fmt.Errorf("registry %s: move: %w", key, err)
-				}
-				out = append(out, rep)
-				continue
-			}
-			if pipeline.KindOf(err) != pipeline.Invalid {
-				return out, err
-			}
-		}
-		rep.Error = pipeline.MessageOf(err)
-		dst := registryRejected + stamp + path.Base(key)
-		msg, _ := json.MarshalIndent(map[string]string{"key": key, "error": rep.Error}, "", "  ")
-		if err := m.bucket.Put(ctx, dst+".error.json", bytes.NewReader(msg), int64(len(msg))); err != nil {
-			return out, fmt.Errorf("registry %s: %w", key, err)
-		}
-		if err := m.bucket.Move(ctx, key, dst); err != nil {
-			return out, fmt.Errorf("registry %s: move: %w", key, err)
-		}
-		m.cfg.Logger.Warn("mako: registry file rejected", "key", key, "err", rep.Error)
 		out = append(out, rep)
+	}
+	if err != nil {
+		return out, fmt.Errorf("registry %w", err)
 	}
 	return out, nil
 }

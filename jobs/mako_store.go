@@ -6,6 +6,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
+	"github.com/schedbridge/schedbridge/pipeline/zeitreihen"
 )
 
 // MakoStore is what the market communication needs of the database
@@ -46,6 +47,10 @@ type MakoStore interface {
 	// NextInterchangeRef returns a new, never repeated interchange reference
 	// (at most 14 characters), unique across processes sharing the database.
 	NextInterchangeRef(ctx context.Context) (string, error)
+
+	// ReplaceActivations replaces the series activation records taken from
+	// one received EDIFACT file (source utilmd, key = the file's key).
+	ReplaceActivations(ctx context.Context, src zeitreihen.Source, key string, recs []zeitreihen.Activation, now time.Time) (bool, error)
 
 	// MailSources lists the Source values of indexed mails that start with prefix.
 	MailSources(ctx context.Context, prefix string) (map[string]bool, error)

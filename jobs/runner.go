@@ -54,6 +54,8 @@ type Store interface {
 
 	RecordSchedule(ctx context.Context, m pipeline.ScheduleMessage) (pipeline.ScheduleMessage, bool, error)
 	LatestSchedule(ctx context.Context, portfolio string, day pipeline.Day, area pipeline.ControlArea) (pipeline.ScheduleMessage, error)
+
+	KalkulationStore
 }
 
 // Lake is the Parquet dataset store (storage/lake).
@@ -63,10 +65,12 @@ type Lake interface {
 	Read(ctx context.Context, s lake.Snapshot, columns []string, fn func(arrow.RecordBatch) error) error
 }
 
-// Outbox is where schedule messages go: the object store.
+// Outbox is where schedule messages go: the object store. Get reads a
+// message back for the period calculation.
 type Outbox interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	Stat(ctx context.Context, key string) (pipeline.ObjectInfo, error)
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
 }
 
 // Config tunes the runner. Zero values take the defaults noted.
@@ -234,6 +238,8 @@ func (r *Runner) stageFunc(st pipeline.Stage) stageFunc {
 		return r.openPositionStage
 	case pipeline.StageSchedules:
 		return r.schedulesStage
+	case pipeline.StageKalkulation:
+		return r.kalkulationStage
 	}
 	return nil
 }

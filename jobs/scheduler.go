@@ -27,7 +27,14 @@ var DefaultSpecs = map[pipeline.Stage]string{
 	pipeline.StageAggregate:    "30 9 * * *",
 	pipeline.StageOpenPosition: "0 10 * * *",
 	pipeline.StageSchedules:    "30 10 * * *",
+	// The period calculation of the past days runs in the morning, when
+	// the DSOs' metered data of the day before have usually arrived.
+	pipeline.StageKalkulation: "0 7 * * *",
 }
+
+// cronStages are the stages the scheduler fires: the chain for the next
+// delivery day and the kalkulation for past days.
+var cronStages = append(pipeline.Stages[:len(pipeline.Stages):len(pipeline.Stages)], pipeline.StageKalkulation)
 
 // Sweeper removes lake objects that no pointer names any more (storage/lake).
 type Sweeper interface {
@@ -45,6 +52,10 @@ type SchedulerConfig struct {
 	// Specs overrides DefaultSpecs per stage (standard 5-field cron
 	// expressions in Europe/Berlin time); "-" switches a stage's cron off.
 	Specs map[pipeline.Stage]string
+	// KalkulationDays is how many past days the kalkulation cron
+	// calculates again each morning, yesterday included (default 3), so
+	// that metered data arriving a day or two late are taken in.
+	KalkulationDays int
 	// LeaderPoll is how often a follower tries to become leader (default 15 s).
 	LeaderPoll time.Duration
 	Now        func() time.Time
@@ -63,7 +74,7 @@ type Scheduler struct {
 // ParseSpecs checks the stage cron expressions and fills in the defaults.
 func ParseSpecs(overrides map[pipeline.Stage]string) (map[pipeline.Stage]cron.Schedule, error) {
 	out := map[pipeline.Stage]cron.Schedule{}
-	for _, st := range pipeline.Stages {
+	for _, st := range cronStages {
 		spec := DefaultSpecs[st]
 		if o, ok := overrides[st]; ok && o != "" {
 			spec = o
@@ -99,6 +110,9 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 	}
 	if _, err := cron.ParseStandard(cfg.SweepSpec); err != nil {
 		return nil, pipeline.Errorf(pipeline.Invalid, "cron spec of the lake sweep %q: %v", cfg.SweepSpec, err)
+	}
+	if cfg.KalkulationDays <= 0 {
+		cfg.KalkulationDays = 3
 	}
 	if cfg.LeaderPoll <= 0 {
 		cfg.LeaderPoll = 15 * time.Second
@@ -161,7 +175,7 @@ func (s *Scheduler) lead(ctx context.Context) error {
 		s.log.WarnContext(ctx, "marked runs of a dead process as failed", "runs", n)
 	}
 	c := cron.New(cron.WithLocation(pipeline.Berlin), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
-	for _, st := range pipeline.Stages {
+	for _, st := range cronStages {
 		sc, ok := s.specs[st]
 		if !ok {
 			continue
@@ -194,6 +208,9 @@ func (s *Scheduler) lead(ctx context.Context) error {
 // stage before it in the chain has succeeded for that day (a failed stage
 // stops the chain), with retries and backoff.
 func (s *Scheduler) Fire(ctx context.Context, st pipeline.Stage) (pipeline.Run, error) {
+	if st == pipeline.StageKalkulation {
+		return s.fireKalkulation(ctx)
+	}
 	day := pipeline.DayOf(s.cfg.Now()).AddDays(1)
 	r := s.runner
 	r.mu.Lock()
@@ -229,4 +246,28 @@ func previous(st pipeline.Stage) pipeline.Stage {
 		}
 	}
 	return ""
+}
+
+// fireKalkulation calculates the last KalkulationDays past days, the oldest
+// first; a day that fails does not keep the others from running. It returns
+// the run of yesterday and the first error.
+func (s *Scheduler) fireKalkulation(ctx context.Context) (pipeline.Run, error) {
+	r := s.runner
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	today := pipeline.DayOf(s.cfg.Now())
+	var last pipeline.Run
+	var first error
+	for back := s.cfg.KalkulationDays; back >= 1; back-- {
+		day := today.AddDays(-back)
+		run, err := r.withRetries(ctx, pipeline.StageKalkulation, day, "cron", nil)
+		if err != nil {
+			s.log.ErrorContext(ctx, "stage failed", "stage", pipeline.StageKalkulation, "day", day.String(), "run", run.ID, "err", err)
+			if first == nil {
+				first = err
+			}
+		}
+		last = run
+	}
+	return last, first
 }

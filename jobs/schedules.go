@@ -271,10 +271,14 @@ func (r *Runner) submit(ctx context.Context, run pipeline.Run, p pipeline.Portfo
 		msg.Version = latest.Version
 	}
 	name := msg.FileName()
+	// The period calculation reads the schedule's balance from the record,
+	// so it need not parse the document again.
+	bought, sold := msg.Balance(msg.Sender)
 	rec, created, err := r.store.RecordSchedule(ctx, pipeline.ScheduleMessage{
 		PortfolioID: p.ID, Day: run.Day, ControlArea: area, MessageID: msg.MessageID, Version: msg.Version,
 		FileName: name, ObjectKey: OutboxPrefix + name, ContentHash: hash, Sender: msg.Sender, Receiver: msg.Receiver,
 		RunID: run.ID, Status: pipeline.ScheduleSubmitted, SentAt: r.cfg.Now().UTC(),
+		BoughtMW: bought, SoldMW: sold,
 	})
 	if err != nil {
 		return SentSchedule{}, err

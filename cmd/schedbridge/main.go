@@ -45,8 +45,14 @@ Commands:
   key revoke ID
   inbox put FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]
   inbox scan                             process the files waiting in the inbox once, then exit
-  run forecast|aggregate|open-position|schedules|chain [--day YYYY-MM-DD]
-                                         run one stage (or the whole chain) now, with progress (default day: tomorrow)
+  run forecast|aggregate|open-position|schedules|kalkulation|chain [--day YYYY-MM-DD]
+                                         run one stage (or the whole chain) now, with progress
+                                         (default day: tomorrow; for kalkulation yesterday)
+  prices import spot|rebap FILE          import SMARD JSON spot prices or a netztransparenz reBAP CSV
+  zeitreihen aktivierungen FILE          replace the imported series activations (JSON or .csv)
+  zeitreihen sync                        import the files dropped under inbox/prices/ and inbox/zeitreihen/ once
+  kalkulation [--von D] [--bis D] [--portfolio ID]
+                                         the period calculation as JSON (default: this month up to yesterday)
   demo [--locations N] [--day YYYY-MM-DD] create a demo portfolio, run the chain for tomorrow, print where to look
   mako sync|registry FILE|send MP_ID STREAM|nachversand [--list]|overview|antworten
                                          the market communication with the DSOs (see docs/mako.md)
@@ -102,6 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = a.demo(ctx, rest)
 	case "mako":
 		err = a.makoCmd(ctx, rest)
+	case "prices", "zeitreihen", "kalkulation":
+		err = a.marktdatenCmd(ctx, cmd, rest)
 	default:
 		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -438,8 +446,10 @@ func (a *app) serve(ctx context.Context) error {
 		close(makoDone)
 		return err
 	}
+	md := a.newMarktdaten(db)
+	deps.Marktdaten, deps.Calculator = md, runner
 	if a.cfg.Mako.Sync {
-		go func() { defer close(makoDone); a.runMakoSync(makoCtx, mk) }()
+		go func() { defer close(makoDone); a.runMakoSync(makoCtx, mk, md, bucket) }()
 	} else {
 		close(makoDone)
 	}

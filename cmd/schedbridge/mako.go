@@ -56,12 +56,16 @@ func (a *app) newMako(db *sqldb.DB, bucket objstore.Bucket) (*jobs.Mako, error) 
 // runMakoSync syncs the channels every interval until ctx ends. Every
 // process may sync: the index is keyed by file and mail, so a file indexed
 // twice changes nothing.
-func (a *app) runMakoSync(ctx context.Context, m *jobs.Mako) {
+func (a *app) runMakoSync(ctx context.Context, m *jobs.Mako, md *jobs.Marktdaten, b jobs.DropBucket) {
 	t := time.NewTicker(a.cfg.Mako.Interval)
 	defer t.Stop()
 	for {
 		if _, err := m.Sync(ctx); err != nil && ctx.Err() == nil {
 			a.log.Error("mako sync failed", "err", err)
+		}
+		// The price and activation drop folders are read on the same beat.
+		if _, err := md.SyncDrops(ctx, b); err != nil && ctx.Err() == nil {
+			a.log.Error("market data drop sync failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

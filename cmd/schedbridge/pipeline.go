@@ -156,17 +156,21 @@ func (a *app) openStores(ctx context.Context) (*sqldb.DB, objstore.Bucket, error
 // chain) now, with a progress line on stderr.
 func (a *app) runCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("run", a.stderr)
-	dayFlag := fs.String("day", "", "delivery day YYYY-MM-DD (default: tomorrow in Europe/Berlin)")
+	dayFlag := fs.String("day", "", "delivery day YYYY-MM-DD (default: tomorrow in Europe/Berlin; yesterday for kalkulation)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("run: want one of forecast, aggregate, open-position, schedules or chain")
+		return usagef("run: want one of forecast, aggregate, open-position, schedules, kalkulation or chain")
 	}
 	day, err := a.deliveryDay(*dayFlag)
 	if err != nil {
 		return err
+	}
+	if pos[0] == string(pipeline.StageKalkulation) && *dayFlag == "" {
+		// The kalkulation calculates a day that is over.
+		day = day.AddDays(-2)
 	}
 	var stage pipeline.Stage
 	if pos[0] != "chain" {

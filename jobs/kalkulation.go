@@ -1,0 +1,287 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
+	"github.com/schedbridge/schedbridge/pipeline/kalkulation"
+	"github.com/schedbridge/schedbridge/pipeline/price"
+	"github.com/schedbridge/schedbridge/storage/lake"
+)
+
+// KalkulationStore is what the kalkulation stage and the period
+// calculation need of the database.
+type KalkulationStore interface {
+	SubmittedSchedules(ctx context.Context, day pipeline.Day) ([]pipeline.ScheduleMessage, error)
+	PublishKalkulation(ctx context.Context, runID int64, day pipeline.Day, rows []kalkulation.Row) error
+	KalkulationRows(ctx context.Context, portfolio string, from, to pipeline.Day) ([]kalkulation.Row, error)
+	Prices(ctx context.Context, kind price.Kind, from, to time.Time) ([]price.Point, error)
+}
+
+// KalkulationArea says what the stage found for a portfolio in a control
+// area: whether a schedule was submitted and how many of the market
+// locations active that day delivered metered data.
+type KalkulationArea struct {
+	Portfolio       string               `json:"portfolio"`
+	ControlArea     pipeline.ControlArea `json:"control_area"`
+	Basis           kalkulation.Basis    `json:"basis"`
+	Schedule        bool                 `json:"schedule"`
+	ScheduleVersion int                  `json:"schedule_version,omitempty"`
+	Locations       int                  `json:"locations"`
+	Metered         int                  `json:"metered"`
+}
+
+// KalkulationOutputs describe a kalkulation run.
+type KalkulationOutputs struct {
+	Dataset      lake.Snapshot       `json:"dataset"`
+	Rows         int                 `json:"rows"`
+	Areas        []KalkulationArea   `json:"areas"`
+	MissingSpot  int                 `json:"missing_spot"`
+	MissingReBAP int                 `json:"missing_rebap"`
+	Figures      kalkulation.Figures `json:"figures"`
+}
+
+// areaIst accumulates the metered quantity of a portfolio's locations in one
+// control area.
+type areaIst struct {
+	mw        []float64
+	locations int
+	metered   int
+}
+
+// kalkulationStage materializes what the period calculation reads for a
+// past delivery day: per portfolio and control area the submitted schedule
+// (the latest version the TSO did not reject) and the customers' metered
+// quantity when every location active that day delivered it. It writes the
+// computed quarter-hours, with the prices known at the time, to the
+// kalkulation dataset for analysts.
+func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+	day := run.Day
+	if !day.Before(pipeline.DayOf(r.cfg.Now())) {
+		return nil, pipeline.Errorf(pipeline.Invalid, "kalkulation of %s: the day is not over yet (the stage calculates past delivery days)", day)
+	}
+	ks := r.store
+	sched, err := r.scheduleBalances(ctx, ks, day)
+	if err != nil {
+		return nil, err
+	}
+	n := day.Intervals()
+	ts := day.QuarterStartsUTC()
+	var rows []kalkulation.Row
+	var out KalkulationOutputs
+	for i, p := range ps {
+		ist, err := r.istOf(ctx, p, day)
+		if err != nil {
+			return nil, fmt.Errorf("portfolio %s: %w", p.ID, err)
+		}
+		for _, area := range pipeline.ControlAreas {
+			s, hasSchedule := sched[areaKey{p.ID, area}]
+			a := ist[area]
+			if !hasSchedule && a == nil {
+				continue
+			}
+			info := KalkulationArea{Portfolio: p.ID, ControlArea: area, Basis: kalkulation.BasisFahrplan, Schedule: hasSchedule}
+			if a != nil {
+				info.Locations, info.Metered = a.locations, a.metered
+				if a.locations > 0 && a.metered == a.locations {
+					info.Basis = kalkulation.BasisIst
+				}
+			}
+			if hasSchedule {
+				info.ScheduleVersion = s.version
+			}
+			for q := range n {
+				row := kalkulation.Row{Portfolio: p.ID, ControlArea: area, Day: day, QH: q,
+					TS: time.UnixMilli(ts[q]).UTC(), Basis: info.Basis}
+				if hasSchedule {
+					row.BoughtMW, row.SoldMW = s.bought[q], s.sold[q]
+				}
+				if info.Basis == kalkulation.BasisIst {
+					row.IstMW = a.mw[q]
+				}
+				rows = append(rows, row)
+			}
+			out.Areas = append(out.Areas, info)
+		}
+		r.progress(pipeline.StageKalkulation, int64(i+1), int64(len(ps)))
+	}
+
+	prices, err := r.pricesFor(ctx, ks, day, day)
+	if err != nil {
+		return nil, err
+	}
+	res, quarters := kalkulation.Compute(day, day, rows, prices)
+	rec := kalkulation.Record(r.cfg.Alloc, quarters)
+	defer rec.Release()
+	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetKalkulation, day, run.ID, pipeline.KalkulationSchema, rec); err != nil {
+		return nil, err
+	}
+	if err := ks.PublishKalkulation(ctx, run.ID, day, rows); err != nil {
+		return nil, err
+	}
+	out.Rows = len(rows)
+	out.Figures = res.Summe
+	out.MissingSpot, out.MissingReBAP = res.Summe.FehlendeSpotpreise, res.Summe.FehlendeReBAP
+	return out, nil
+}
+
+// scheduleBalance is a submitted schedule reduced to the energy into and out
+// of the portfolio's balancing group.
+type scheduleBalance struct {
+	version      int
+	bought, sold []float64
+}
+
+// scheduleBalances reads the submitted schedules of the day. Schedules
+// recorded before the quantities were kept with them are read from the
+// stored document.
+func (r *Runner) scheduleBalances(ctx context.Context, ks KalkulationStore, day pipeline.Day) (map[areaKey]scheduleBalance, error) {
+	msgs, err := ks.SubmittedSchedules(ctx, day)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[areaKey]scheduleBalance, len(msgs))
+	n := day.Intervals()
+	for _, m := range msgs {
+		b := scheduleBalance{version: m.Version, bought: m.BoughtMW, sold: m.SoldMW}
+		if b.bought == nil || b.sold == nil {
+			if b.bought, b.sold, err = r.documentBalance(ctx, m); err != nil {
+				return nil, err
+			}
+		}
+		if len(b.bought) != n || len(b.sold) != n {
+			return nil, pipeline.Errorf(pipeline.Invalid, "schedule %s has %d/%d quarter-hours, expected %d for %s",
+				m.FileName, len(b.bought), len(b.sold), n, day)
+		}
+		out[areaKey{m.PortfolioID, m.ControlArea}] = b
+	}
+	return out, nil
+}
+
+// documentBalance reads a schedule message from the outbox.
+func (r *Runner) documentBalance(ctx context.Context, m pipeline.ScheduleMessage) ([]float64, []float64, error) {
+	if r.outbox == nil {
+		return nil, nil, pipeline.Errorf(pipeline.Unavailable, "schedule %s: its quantities were not recorded and no outbox is wired to read it", m.FileName)
+	}
+	rc, err := r.outbox.Get(ctx, m.ObjectKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schedule %s: %w", m.FileName, err)
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schedule %s: %w", m.FileName, err)
+	}
+	msg, err := fahrplan.ParseSchedule(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("schedule %s: %w", m.FileName, err)
+	}
+	bought, sold := msg.Balance(m.Sender)
+	return bought, sold, nil
+}
+
+// istOf sums the metered quantity of the portfolio's market locations per
+// control area: consumption counts positive, production negative. A
+// location counts in the area its master data place it in on the day, when
+// its slice for that day is active.
+func (r *Runner) istOf(ctx context.Context, p pipeline.Portfolio, day pipeline.Day) (map[pipeline.ControlArea]*areaIst, error) {
+	type place struct {
+		area pipeline.ControlArea
+		sign float64
+	}
+	places := map[string]place{}
+	out := map[pipeline.ControlArea]*areaIst{}
+	n := day.Intervals()
+	err := r.store.CurrentLocations(ctx, p.ID, 5000, func(locs []pipeline.Location) error {
+		for _, l := range locs {
+			s, ok := sliceOn(l.Slices, day)
+			if !ok || !s.Active || s.ControlArea == "" {
+				continue
+			}
+			sign := 1.0
+			if s.Kind == pipeline.Production {
+				sign = -1
+			}
+			places[l.Malo] = place{s.ControlArea, sign}
+			a := out[s.ControlArea]
+			if a == nil {
+				a = &areaIst{mw: make([]float64, n)}
+				out[s.ControlArea] = a
+			}
+			a.locations++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(places) == 0 {
+		return out, nil
+	}
+	err = r.store.MeteredHistory(ctx, p.ID, []pipeline.Day{day}, func(e pipeline.MeteredEntry) error {
+		pl, ok := places[e.Malo]
+		if !ok || e.Day != day {
+			return nil
+		}
+		if len(e.Values) != n {
+			return pipeline.Errorf(pipeline.Invalid, "metered data of %s for %s has %d values, expected %d", e.Malo, day, len(e.Values), n)
+		}
+		a := out[pl.area]
+		for i, v := range e.Values {
+			a.mw[i] += pl.sign * e.Unit.ToMW(v)
+		}
+		a.metered++
+		// A location is counted once even if the store handed it twice.
+		delete(places, e.Malo)
+		return nil
+	})
+	return out, err
+}
+
+// sliceOn is the master-data slice in force on day.
+func sliceOn(slices []pipeline.Slice, day pipeline.Day) (pipeline.Slice, bool) {
+	for _, s := range slices {
+		if !day.Before(s.ValidFrom) && (s.ValidTo == nil || day.Before(*s.ValidTo)) {
+			return s, true
+		}
+	}
+	return pipeline.Slice{}, false
+}
+
+// pricesFor loads the quarter-hour prices of the days from..to.
+func (r *Runner) pricesFor(ctx context.Context, ks KalkulationStore, from, to pipeline.Day) (kalkulation.Prices, error) {
+	start, end := from.Start().UTC(), to.End().UTC()
+	spot, err := ks.Prices(ctx, price.Spot, start, end)
+	if err != nil {
+		return kalkulation.Prices{}, err
+	}
+	rebap, err := ks.Prices(ctx, price.ReBAP, start, end)
+	if err != nil {
+		return kalkulation.Prices{}, err
+	}
+	return kalkulation.NewPrices(spot, rebap), nil
+}
+
+// Kalkulation calculates the period from..to (at most 31 days) from what
+// the kalkulation stage materialized and the prices stored now, so that a
+// price imported after the stage ran counts at once. portfolio "" means all.
+func (r *Runner) Kalkulation(ctx context.Context, portfolio string, from, to pipeline.Day) (kalkulation.Result, error) {
+	if err := kalkulation.CheckPeriod(from, to); err != nil {
+		return kalkulation.Result{}, err
+	}
+	ks := r.store
+	rows, err := ks.KalkulationRows(ctx, portfolio, from, to)
+	if err != nil {
+		return kalkulation.Result{}, err
+	}
+	prices, err := r.pricesFor(ctx, ks, from, to)
+	if err != nil {
+		return kalkulation.Result{}, err
+	}
+	res, _ := kalkulation.Compute(from, to, rows, prices)
+	return res, nil
+}
