@@ -15,6 +15,7 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline/kalkulation"
 	"github.com/schedbridge/schedbridge/pipeline/price"
 	"github.com/schedbridge/schedbridge/pipeline/zeitreihen"
+	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
@@ -38,13 +39,13 @@ const marktdatenUsage = `usage:
 
 // marktdatenCmd runs the prices, zeitreihen and kalkulation commands.
 func (a *app) marktdatenCmd(ctx context.Context, cmd string, args []string) error {
-	out := json.NewEncoder(a.stdout)
-	out.SetIndent("", "  ")
-	switch cmd {
-	case "prices":
-		if len(args) != 3 || args[0] != "import" {
-			return usagef("%s", marktdatenUsage)
-		}
+	if cmd == "kalkulation" {
+		return a.kalkulationCmd(ctx, args)
+	}
+	// The arguments are checked and the file read before anything is opened.
+	var run func(md *jobs.Marktdaten, bucket objstore.Bucket) (any, error)
+	switch {
+	case cmd == "prices" && len(args) == 3 && args[0] == "import":
 		kind, err := price.ParseKind(args[1])
 		if err != nil {
 			return err
@@ -53,64 +54,57 @@ func (a *app) marktdatenCmd(ctx context.Context, cmd string, args []string) erro
 		if err != nil {
 			return err
 		}
-		db, err := a.openDB(ctx)
+		run = func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
+			res, err := md.ImportPrices(ctx, kind, data, "cli:"+filepath.Base(args[2]))
+			if err == nil {
+				fmt.Fprintf(a.stderr, "prices %s: %d points, %d quarter-hours written, %d missing\n", kind, res.Points, res.Stored, res.MissingCount)
+			}
+			return res, err
+		}
+	case cmd == "zeitreihen" && len(args) == 2 && args[0] == "aktivierungen":
+		data, err := os.ReadFile(args[1])
 		if err != nil {
 			return err
 		}
-		defer db.Close()
-		res, err := a.newMarktdaten(db).ImportPrices(ctx, kind, data, "cli:"+filepath.Base(args[2]))
+		var recs []zeitreihen.Activation
+		if strings.EqualFold(filepath.Ext(args[1]), ".csv") {
+			recs, err = ingest.DecodeActivationsCSV(data)
+		} else {
+			recs, err = ingest.DecodeActivations(data)
+		}
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stderr, "prices %s: %d points, %d quarter-hours written, %d missing\n", kind, res.Points, res.Stored, res.MissingCount)
-		return out.Encode(res)
-	case "zeitreihen":
-		if len(args) == 0 {
-			return usagef("%s", marktdatenUsage)
+		run = func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
+			return md.ImportActivations(ctx, recs, "cli:"+filepath.Base(args[1]))
 		}
-		switch {
-		case args[0] == "aktivierungen" && len(args) == 2:
-			data, err := os.ReadFile(args[1])
-			if err != nil {
-				return err
-			}
-			var recs []zeitreihen.Activation
-			if strings.EqualFold(filepath.Ext(args[1]), ".csv") {
-				recs, err = ingest.DecodeActivationsCSV(data)
-			} else {
-				recs, err = ingest.DecodeActivations(data)
-			}
-			if err != nil {
-				return err
-			}
-			db, err := a.openDB(ctx)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			res, err := a.newMarktdaten(db).ImportActivations(ctx, recs, "cli:"+filepath.Base(args[1]))
-			if err != nil {
-				return err
-			}
-			return out.Encode(res)
-		case args[0] == "sync" && len(args) == 1:
-			db, bucket, err := a.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
+	case cmd == "zeitreihen" && len(args) == 1 && args[0] == "sync":
+		run = func(md *jobs.Marktdaten, bucket objstore.Bucket) (any, error) {
 			start := time.Now()
-			rep, err := a.newMarktdaten(db).SyncDrops(ctx, bucket)
-			if err != nil {
-				return err
+			rep, err := md.SyncDrops(ctx, bucket)
+			if err == nil {
+				fmt.Fprintf(a.stderr, "zeitreihen sync: %d price files, %d activation files in %s\n",
+					len(rep.Prices), len(rep.Zeitreihen), time.Since(start).Round(time.Millisecond))
 			}
-			fmt.Fprintf(a.stderr, "zeitreihen sync: %d price files, %d activation files in %s\n",
-				len(rep.Prices), len(rep.Zeitreihen), time.Since(start).Round(time.Millisecond))
-			return out.Encode(rep)
+			return rep, err
 		}
+	default:
 		return usagef("%s", marktdatenUsage)
 	}
-	// kalkulation
+	db, bucket, err := a.openStores(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := run(a.newMarktdaten(db), bucket)
+	if err != nil {
+		return err
+	}
+	return a.printJSON(res)
+}
+
+// kalkulationCmd prints the calculation of a period.
+func (a *app) kalkulationCmd(ctx context.Context, args []string) error {
 	fs := newFlagSet("kalkulation", a.stderr)
 	vonFlag := fs.String("von", "", "first day YYYY-MM-DD (default: the first of the month of --bis)")
 	bisFlag := fs.String("bis", "", "last day YYYY-MM-DD (default: yesterday in Europe/Berlin)")
@@ -147,5 +141,12 @@ func (a *app) marktdatenCmd(ctx context.Context, cmd string, args []string) erro
 	if err != nil {
 		return err
 	}
-	return out.Encode(res)
+	return a.printJSON(res)
+}
+
+// printJSON writes v indented to stdout.
+func (a *app) printJSON(v any) error {
+	out := json.NewEncoder(a.stdout)
+	out.SetIndent("", "  ")
+	return out.Encode(v)
 }
