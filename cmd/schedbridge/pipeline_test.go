@@ -46,9 +46,25 @@ func TestDemoAndRun(t *testing.T) {
 			}
 			in.cli(2, "run", "nonsense")
 			in.cli(2, "run", "forecast", "--day", "2026-02-30")
+			// The day is over (the binary runs on the wall clock): the
+			// kalkulation materializes it, on the schedules since no Ist came.
+			if stdout, _ := in.cli(0, "run", "kalkulation", "--day", "2026-03-29"); !strings.Contains(stdout, `"basis":"fahrplan"`) {
+				t.Errorf("run kalkulation: %s", stdout)
+			}
 
 			in.serve()
-			code, _, body := in.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key[1], nil)
+			code, _, body := in.do("GET", "/v1/process/kalkulation?von=2026-03-29&bis=2026-03-29&portfolio=demo", key[1], nil)
+			if code != 200 {
+				t.Fatalf("kalkulation: %d %v", code, body)
+			}
+			tage, _ := body["tage"].([]any)
+			if len(tage) != 1 || tage[0].(map[string]any)["viertelstunden"] != 184.0 || tage[0].(map[string]any)["fehlende_spotpreise"] != 184.0 {
+				t.Errorf("kalkulation of the spring-forward day in two areas without prices: %v", body)
+			}
+			if code, _, body := in.do("GET", "/v1/process/marktrollen", key[1], nil); code != 200 || body["zeitreihen"] == nil {
+				t.Errorf("marktrollen: %d %v", code, body)
+			}
+			code, _, body = in.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key[1], nil)
 			if code != 200 {
 				t.Fatalf("positions: %d %v", code, body)
 			}
