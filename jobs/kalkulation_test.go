@@ -265,3 +265,97 @@ func (c *clock) set(t time.Time) {
 	defer c.mu.Unlock()
 	c.t = t
 }
+
+// TestKalkulationCron: the cron fires the kalkulation for the last three
+// past days, oldest first, after the chain for the next day has run.
+func TestKalkulationCron(t *testing.T) {
+	eachCombo(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		e.seed(t, "p1", 10)
+		r := e.runner()
+		if _, err := r.Orchestrate(ctx, day, "test"); err != nil {
+			t.Fatal(err)
+		}
+		s, err := jobs.NewScheduler(r, e.db, jobs.SchedulerConfig{Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next := s.NextRuns(e.clock.Now())[pipeline.StageKalkulation]; next.In(pipeline.Berlin).Hour() != 7 {
+			t.Errorf("kalkulation cron fires next at %s, want 07:00", next)
+		}
+		e.clock.set(day.AddDays(2).Start().Add(7 * time.Hour)) // two days after the chain's day
+		run, err := s.Fire(ctx, pipeline.StageKalkulation)
+		if err != nil || run.Day != day.AddDays(1) || run.Trigger != "cron" {
+			t.Fatalf("fire: %+v, %v", run, err)
+		}
+		runs, err := e.db.Runs(ctx, pipeline.RunQuery{Stage: pipeline.StageKalkulation})
+		if err != nil || len(runs) != 3 {
+			t.Fatalf("kalkulation runs %+v, %v", runs, err)
+		}
+		// Newest first: yesterday, the chain's day (with its schedules), the day before.
+		for i, want := range []pipeline.Day{day.AddDays(1), day, day.AddDays(-1)} {
+			if runs[i].Day != want || runs[i].Status != pipeline.RunSucceeded {
+				t.Errorf("run %d: %s %s, want %s succeeded", i, runs[i].Day, runs[i].Status, want)
+			}
+		}
+		if o := outputs[jobs.KalkulationOutputs](t, runs[1]); o.Rows != 2*96 {
+			t.Errorf("the chain's day: %d rows, want %d", o.Rows, 2*96)
+		}
+	})
+}
+
+// TestKalkulationReadsOldSchedules: a schedule recorded before the
+// quantities were kept with it is read from its document in the outbox.
+func TestKalkulationReadsOldSchedules(t *testing.T) {
+	eachCombo(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		e.seed(t, "p1", 10)
+		r := e.runner()
+		if _, err := r.Orchestrate(ctx, day, "test"); err != nil {
+			t.Fatal(err)
+		}
+		v1, err := e.db.LatestSchedule(ctx, "p1", day, pipeline.TenneT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Version 2 without quantities, its document a copy of version 1's.
+		v2 := v1
+		v2.ID, v2.Version, v2.BoughtMW, v2.SoldMW = 0, 2, nil, nil
+		v2.ObjectKey, v2.ContentHash = v1.ObjectKey+".v2", "recorded-before-quantities"
+		e.put(t, v2.ObjectKey, string(readObject(t, e.bucket, v1.ObjectKey)))
+		if _, _, err := e.db.RecordSchedule(ctx, v2); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.set(day.AddDays(1).Start().Add(7 * time.Hour))
+		run, err := r.RunStage(ctx, pipeline.StageKalkulation, day, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, a := range outputs[jobs.KalkulationOutputs](t, run).Areas {
+			if a.ControlArea == pipeline.TenneT {
+				found = a.ScheduleVersion == 2
+			}
+		}
+		if !found {
+			t.Fatalf("TenneT not calculated on version 2: %s", run.Outputs)
+		}
+		var want float64
+		for _, v := range v1.BoughtMW {
+			want += v * 250
+		}
+		rows, err := e.db.KalkulationRows(ctx, "p1", day, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got float64
+		for _, row := range rows {
+			if row.ControlArea == pipeline.TenneT {
+				got += row.BoughtMW * 250
+			}
+		}
+		if want == 0 || math.Abs(got-want) > 0.001 {
+			t.Errorf("TenneT bought %.3f kWh from the document, %.3f recorded with version 1", got, want)
+		}
+	})
+}
