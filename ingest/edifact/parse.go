@@ -62,16 +62,37 @@ type parser struct {
 	// copied into slices of exact size, one allocation each.
 	refs    []mako.Reference
 	parties []mako.Party
-	// series is a slab from which UTILMD messages take their SeriesInfo,
-	// so that a file of thousands of them does not allocate one each; unhs
-	// bounds the messages of the file, so that a small file gets a small
-	// slab.
+	// txs collects the transactions of the current UTILMD message. Which of
+	// them are kept is known only at UNT (RFF+Z13 comes after the series
+	// segments), so they wait here; the slice is reused from message to
+	// message and costs no allocation once it has grown to the most
+	// transactions of one message.
+	txs []transaction
+	// series is a slab from which UTILMD messages take the SeriesInfo of
+	// their kept transactions, so that a file of thousands of them does not
+	// allocate once per message; unhs bounds the messages of the file, so
+	// that a small file gets a small slab.
 	series []mako.SeriesInfo
 	unhs   int
 }
 
-// seriesSlab is how many SeriesInfo one allocation of the slab holds at most.
+// seriesSlab is how many SeriesInfo one allocation of the slab holds at
+// most, unless a single message keeps more transactions than that.
 const seriesSlab = 64
+
+// transaction is one UTILMD transaction while its message is read.
+type transaction struct {
+	info mako.SeriesInfo
+	// series is set once the transaction has its IDE+24 or a series segment
+	// (DTM+158/159, CCI+Z20/Z19/15, CAV). A message-level RFF+Z13 before the
+	// first IDE opens the implicit first transaction without setting it, so
+	// that a message without series segments keeps no transaction.
+	series bool
+	// err is the first unreadable DTM+158/159 of the transaction. It fails
+	// the interchange only if the transaction is kept, which RFF+Z13
+	// decides, and that may come after the date.
+	err error
+}
 
 func newParser(data []byte) *parser {
 	p := &parser{data: data, d: defaultDelims}
@@ -88,10 +109,6 @@ type msgState struct {
 	start int // segment number of the UNH
 	bgm   bool
 	texts []string
-	// seriesErr is the first unreadable DTM+158/159 of a UTILMD message,
-	// which fails the interchange only if the message turns out to be an
-	// activation or deactivation of a series (RFF+Z13 comes after it).
-	seriesErr error
 }
 
 // Parse reads one EDIFACT interchange (optional UNA, UNB..UNZ) into its
@@ -460,17 +477,61 @@ func (p *parser) unt(seg segment, m *msgState) error {
 	if m.msg.Ack != nil && len(m.texts) > 0 {
 		m.msg.Ack.Text = strings.Join(m.texts, " ")
 	}
-	if m.msg.Series != nil {
-		// The segments are read before RFF+Z13 tells the process (it comes
-		// after them in each transaction); only the activation and
-		// deactivation of a series (55062/55063) keep what they say.
-		if m.msg.ProcessID != "55062" && m.msg.ProcessID != "55063" {
-			m.msg.Series = nil
-		} else if m.seriesErr != nil {
-			return m.seriesErr
-		}
+	if len(p.txs) > 0 {
+		err := p.keepSeries(&m.msg)
+		p.txs = p.txs[:0]
+		return err
 	}
 	return nil
+}
+
+// keepSeries moves the transactions of a UTILMD message that activate or
+// deactivate a series (55062/55063) into msg.Series, taking their room from
+// the slab, and returns the first unreadable date of a kept transaction.
+// The other transactions, a Zuordnungsermaechtigung (55071) for one, carry
+// the same segments but mean something else, so they are dropped together
+// with their dates.
+func (p *parser) keepSeries(msg *mako.Message) error {
+	kept := 0
+	for i := range p.txs {
+		t := &p.txs[i]
+		if !t.series || !seriesProcess(t.info.ProcessID, msg.ProcessID) {
+			continue
+		}
+		if t.err != nil {
+			return t.err
+		}
+		kept++
+	}
+	if kept == 0 {
+		return nil
+	}
+	if len(p.series) < kept {
+		p.series = make([]mako.SeriesInfo, max(kept, min(p.unhs, seriesSlab)))
+	}
+	// The full slice expression caps the message's share, so that an append
+	// to it cannot write into the next message's.
+	out := p.series[:kept:kept]
+	p.series = p.series[kept:]
+	j := 0
+	for i := range p.txs {
+		if t := &p.txs[i]; t.series && seriesProcess(t.info.ProcessID, msg.ProcessID) {
+			out[j] = t.info
+			j++
+		}
+	}
+	msg.Series = out
+	return nil
+}
+
+// seriesProcess reports whether a transaction is an activation (55062) or
+// deactivation (55063) of a series: by its own RFF+Z13, else by the
+// message's.
+func seriesProcess(tx, msg string) bool {
+	if tx == "" {
+		tx = msg
+	}
+	return tx == "55062" || tx == "55063"
 }
 
 func (p *parser) unz(seg segment, ic *mako.Interchange, groups int) error {
@@ -533,28 +594,28 @@ func (p *parser) body(seg segment, m *msgState) error {
 			if msg.Type != "UTILMD" {
 				return nil
 			}
-			s := p.seriesOf(msg)
-			at := &s.Start
+			tx := p.seriesTx()
+			at := &tx.info.Start
 			if q[2] == '9' {
-				at = &s.End
+				at = &tx.info.End
 			}
 			if !at.IsZero() {
 				return nil
 			}
 			t, err := parseDTM(p.str(p.field(seg, 0, 1)), p.str(p.field(seg, 0, 2)))
 			if err != nil {
-				if m.seriesErr == nil {
-					m.seriesErr = segErr(seg, "DTM+%s: %v", q, err)
+				if tx.err == nil {
+					tx.err = segErr(seg, "DTM+%s: %v", q, err)
 				}
 				return nil
 			}
 			*at = t
 		}
 	case "IDE":
+		// Each IDE+24 starts a transaction (SG4) of a UTILMD message.
 		if msg.Type == "UTILMD" && string(p.field(seg, 0, 0)) == "24" {
-			if s := p.seriesOf(msg); s.Transaction == "" {
-				s.Transaction = p.unique(p.field(seg, 1, 0))
-			}
+			p.txs = append(p.txs, transaction{series: true})
+			p.txs[len(p.txs)-1].info.Transaction = p.unique(p.field(seg, 1, 0))
 		}
 	case "CCI":
 		// CCI+<qualifier>++<code>. Z20 (balancing area), Z19 (balancing
@@ -566,11 +627,11 @@ func (p *parser) body(seg segment, m *msgState) error {
 		var dst *string
 		switch string(p.field(seg, 0, 0)) {
 		case "Z20":
-			dst = &p.seriesOf(msg).Area
+			dst = &p.seriesTx().info.Area
 		case "Z19":
-			dst = &p.seriesOf(msg).Group
+			dst = &p.seriesTx().info.Group
 		case "15":
-			dst = &p.seriesOf(msg).Family
+			dst = &p.seriesTx().info.Family
 		default:
 			return nil
 		}
@@ -581,8 +642,8 @@ func (p *parser) body(seg segment, m *msgState) error {
 		// The series type (SLS, TLS, ...) as the first component of the
 		// first element, as in the sample files: unverified.
 		if msg.Type == "UTILMD" {
-			if s := p.seriesOf(msg); s.Type == "" {
-				s.Type = p.str(p.field(seg, 0, 0))
+			if tx := p.seriesTx(); tx.info.Type == "" {
+				tx.info.Type = p.str(p.field(seg, 0, 0))
 			}
 		}
 	case "RFF":
@@ -591,8 +652,17 @@ func (p *parser) body(seg segment, m *msgState) error {
 			return nil
 		}
 		p.refs = append(p.refs, mako.Reference{Qualifier: q, Value: v})
-		if q == "Z13" && msg.ProcessID == "" {
-			msg.ProcessID = v
+		if q == "Z13" {
+			if msg.ProcessID == "" {
+				msg.ProcessID = v
+			}
+			// In UTILMD the process id belongs to the transaction, and one
+			// message may bundle transactions of different processes.
+			if msg.Type == "UTILMD" {
+				if tx := p.currentTx(); tx.info.ProcessID == "" {
+					tx.info.ProcessID = v
+				}
+			}
 		}
 		if q == "ACE" && msg.Type == "APERAK" && msg.Ack.RefMessage == "" {
 			msg.Ack.RefMessage = v
@@ -670,16 +740,22 @@ func (p *parser) unique(b []byte) string {
 	return s
 }
 
-// seriesOf returns the message's SeriesInfo, taking it from the slab on
-// first use.
-func (p *parser) seriesOf(msg *mako.Message) *mako.SeriesInfo {
-	if msg.Series == nil {
-		if len(p.series) == 0 {
-			p.series = make([]mako.SeriesInfo, max(1, min(p.unhs, seriesSlab)))
-		}
-		msg.Series, p.series = &p.series[0], p.series[1:]
+// currentTx returns the transaction the segment belongs to: the one of the
+// last IDE+24, or before the first IDE+24 the implicit first transaction,
+// which it opens on first use.
+func (p *parser) currentTx() *transaction {
+	if len(p.txs) == 0 {
+		p.txs = append(p.txs, transaction{})
 	}
-	return msg.Series
+	return &p.txs[len(p.txs)-1]
+}
+
+// seriesTx is currentTx for a series segment, which makes the transaction
+// one that can be kept.
+func (p *parser) seriesTx() *transaction {
+	tx := p.currentTx()
+	tx.series = true
+	return tx
 }
 
 func segErr(seg segment, format string, args ...any) error {

@@ -138,22 +138,31 @@ type Message struct {
 	Parties      []Party
 	Ack          *Ack // CONTRL and APERAK only
 	SegmentCount int  // UNT 0074 as checked
-	// Series is set for UTILMD messages only, and only when they carry one
-	// of its segments (IDE+24, DTM+158/159, CCI+Z20/Z19/15, CAV).
-	Series *SeriesInfo
+	// Series holds the transactions of a UTILMD message that activate or
+	// deactivate a series (55062/55063), one entry per transaction in file
+	// order. A UTILMD message may bundle several transactions, and each is a
+	// request of its own, so none may be dropped. Transactions of other
+	// processes are left out, and Series is nil when none is kept and for
+	// all other message types.
+	Series []SeriesInfo
 }
 
-// SeriesInfo is what a UTILMD activation or deactivation of a series (55062/55063) says.
-// A message that carries several transactions (IDE+24) keeps the values of the
-// segments that come first. The CCI qualifiers and the CAV position are
-// taken from sample files, not from the UTILMD MIG: unverified.
+// SeriesInfo is what one UTILMD transaction (SG4, starting with IDE+24) of
+// an activation or deactivation of a series (55062/55063) says. Segments
+// that come before the first IDE+24 of a message form a transaction of
+// their own, since some senders leave out the IDE. Within a transaction the
+// first value of each kind counts. The CCI qualifiers and the CAV position
+// are taken from sample files, not from the UTILMD MIG: unverified.
 type SeriesInfo struct {
-	Transaction string    // IDE+24
-	Start, End  time.Time // DTM+158 / DTM+159 (UTC), zero when absent
-	Area        string    // CCI+Z20: balancing area EIC (Y)
-	Group       string    // CCI+Z19: balancing group EIC (X)
-	Family      string    // CCI+15 code: Z21 = BK-SZR (towards the BKV), Z20 = LF-SZR (towards the supplier); unverified
-	Type        string    // CAV: series type, e.g. SLS
+	Transaction string // IDE+24, "" when the transaction has no IDE
+	// ProcessID is the RFF+Z13 inside the transaction, "" when it has none;
+	// the message's ProcessID then applies.
+	ProcessID  string
+	Start, End time.Time // DTM+158 / DTM+159 (UTC), zero when absent
+	Area       string    // CCI+Z20: balancing area EIC (Y)
+	Group      string    // CCI+Z19: balancing group EIC (X)
+	Family     string    // CCI+15 code: Z21 = BK-SZR (towards the BKV), Z20 = LF-SZR (towards the supplier); unverified
+	Type       string    // CAV: series type, e.g. SLS
 }
 
 // Reference is an RFF segment.
