@@ -28,11 +28,7 @@ const (
 // query, the body or a plain Authorization value is never looked at, so it
 // cannot end up in access logs.
 func (s *Server) requireScope(scopes ...pipeline.Scope) gin.HandlerFunc {
-	names := make([]string, len(scopes))
-	for i, sc := range scopes {
-		names[i] = string(sc)
-	}
-	wanted := strings.Join(names, " or ")
+	wanted := strings.Join(stringsOf(scopes), " or ")
 	return func(c *gin.Context) {
 		values := c.Request.Header.Values(headerAPIKey)
 		if len(values) == 0 {

@@ -55,13 +55,7 @@ var orderings = []string{mako.OrderStatus, mako.OrderKontakt}
 func (s *Server) getOverview(c *gin.Context) {
 	var problems []ingest.Problem
 	tage := queryInt(c, "tage", 365, 1, 730, &problems)
-	ordnung := mako.OrderStatus
-	if raw, ok := c.GetQuery("ordnung"); ok {
-		if raw != mako.OrderStatus && raw != mako.OrderKontakt {
-			problems = append(problems, enumProblem([]string{"query", "ordnung"}, raw, orderings))
-		}
-		ordnung = raw
-	}
+	ordnung := queryEnum(c, "ordnung", mako.OrderStatus, orderings, &problems)
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return
@@ -131,13 +125,7 @@ func mpIDProblem(loc []string, input string) ingest.Problem {
 		Msg: `String should match pattern '^\d{13}$'`, Input: input, Ctx: map[string]any{"pattern": `^\d{13}$`}}
 }
 
-var sendStreamNames = func() []string {
-	out := make([]string, len(mako.SendStreams))
-	for i, st := range mako.SendStreams {
-		out[i] = string(st)
-	}
-	return out
-}()
+var sendStreamNames = stringsOf(mako.SendStreams)
 
 // streamParam reads a send stream from the query or a body field.
 func streamParam(raw string, given bool, loc []string, problems *[]ingest.Problem) mako.Stream {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"mime"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -130,21 +129,13 @@ func (s *Server) getHochlaufHistorie(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// Value sets of the tree's filters.
+// Value sets of the tree's filters and of the price kinds.
 var (
 	roleNames  = stringsOf(zeitreihen.Roles)
 	stateNames = stringsOf(zeitreihen.States)
 	areaNames  = stringsOf(pipeline.ControlAreas)
 	priceKinds = stringsOf(price.Kinds)
 )
-
-func stringsOf[T ~string](vs []T) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = string(v)
-	}
-	return out
-}
 
 func (s *Server) getMarktrollen(c *gin.Context) {
 	var problems []ingest.Problem
@@ -160,17 +151,9 @@ func (s *Server) getMarktrollen(c *gin.Context) {
 		problems = append(problems, ingest.Problem{Type: "string_pattern_mismatch", Loc: []string{"query", "bilanzierungsgebiet"},
 			Msg: "String should be a 16-character EIC", Input: f.Bilanzierungsgebiet, Ctx: map[string]any{}})
 	}
-	enumQuery := func(name string, allowed []string) string {
-		raw, ok := c.GetQuery(name)
-		if ok && !slices.Contains(allowed, raw) {
-			problems = append(problems, enumProblem([]string{"query", name}, raw, allowed))
-			return ""
-		}
-		return raw
-	}
-	f.Regelzone = pipeline.ControlArea(enumQuery("regelzone", areaNames))
-	f.Marktrolle = zeitreihen.Role(enumQuery("marktrolle", roleNames))
-	f.Zustand = zeitreihen.State(enumQuery("zustand", stateNames))
+	f.Regelzone = pipeline.ControlArea(queryEnum(c, "regelzone", "", areaNames, &problems))
+	f.Marktrolle = zeitreihen.Role(queryEnum(c, "marktrolle", "", roleNames, &problems))
+	f.Zustand = zeitreihen.State(queryEnum(c, "zustand", "", stateNames, &problems))
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return

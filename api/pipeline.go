@@ -80,8 +80,32 @@ func (s *Server) pipelineRoutes(e *gin.Engine) {
 
 // --- parameters ---
 
+// stringsOf lists the values of a string enum, for its problems and docs.
+func stringsOf[T ~string](vs []T) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
+}
+
+// queryEnum reads an optional query parameter whose value must be one of
+// allowed; it returns def when the parameter is absent, and def with a
+// problem when the value is not allowed.
+func queryEnum(c *gin.Context, name, def string, allowed []string, problems *[]ingest.Problem) string {
+	raw, given := c.GetQuery(name)
+	switch {
+	case !given:
+		return def
+	case !slices.Contains(allowed, raw):
+		*problems = append(*problems, enumProblem([]string{"query", name}, raw, allowed))
+		return def
+	}
+	return raw
+}
+
 // stageNames are the values of the {stage} path parameter.
-var stageNames = append(stringsOf(pipeline.Stages), string(pipeline.StageKalkulation))
+var stageNames = stringsOf(pipeline.AllStages)
 
 // enumProblem is pydantic's problem for a value outside an Enum, as FastAPI
 // reports it for an Enum-typed parameter.
@@ -134,12 +158,13 @@ func requiredDay(c *gin.Context, name string, problems *[]ingest.Problem) pipeli
 	return d
 }
 
-// commandDay reads the day of a command, tomorrow in Europe/Berlin by the
-// server's clock when not given.
-func (s *Server) commandDay(c *gin.Context, problems *[]ingest.Problem) pipeline.Day {
+// commandDay reads the day of a command; when not given, the stage's
+// default day by the server's clock in Europe/Berlin (tomorrow, yesterday
+// for kalkulation).
+func (s *Server) commandDay(c *gin.Context, stage pipeline.Stage, problems *[]ingest.Problem) pipeline.Day {
 	d, given := queryDay(c, "day", problems)
 	if !given {
-		return pipeline.DayOf(s.now()).AddDays(1)
+		return stage.DefaultDay(pipeline.DayOf(s.now()))
 	}
 	return d
 }
@@ -461,13 +486,7 @@ func (s *Server) getRuns(c *gin.Context) {
 	if d, given := queryDay(c, "day", &problems); given {
 		q.Day = &d
 	}
-	if raw, given := c.GetQuery("stage"); given {
-		if slices.Contains(runStageNames, raw) {
-			q.Stage = pipeline.Stage(raw)
-		} else {
-			problems = append(problems, enumProblem([]string{"query", "stage"}, raw, runStageNames))
-		}
-	}
+	q.Stage = pipeline.Stage(queryEnum(c, "stage", "", runStageNames, &problems))
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return
@@ -601,11 +620,7 @@ func (s *Server) postStage(c *gin.Context) {
 	if err != nil {
 		problems = append(problems, enumProblem([]string{"path", "stage"}, raw, stageNames))
 	}
-	day := s.commandDay(c, &problems)
-	if _, given := c.GetQuery("day"); !given && stage == pipeline.StageKalkulation {
-		// The kalkulation calculates a day that is over: yesterday.
-		day = pipeline.DayOf(s.now()).AddDays(-1)
-	}
+	day := s.commandDay(c, stage, &problems)
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return
@@ -617,7 +632,7 @@ func (s *Server) postStage(c *gin.Context) {
 
 func (s *Server) postOrchestrate(c *gin.Context) {
 	var problems []ingest.Problem
-	day := s.commandDay(c, &problems)
+	day := s.commandDay(c, pipeline.StageChain, &problems)
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return

@@ -206,48 +206,14 @@ func (m *Mako) Sync(ctx context.Context) (rep mako.SyncReport, err error) {
 	return rep, nil
 }
 
-// listPage is the page size of the sync's listings. S3 servers answer at most
-// 1000 keys per request whatever the page, but the local store reads and
-// sorts the whole folder once per page: with 200,000 files in a folder and
-// pages of 5,000 an idle sync took 7.7 s, nearly all of it listing. A page of
-// 100,000 keys (about 10 MB) lists such a folder in two walks.
-const listPage = 100_000
-
 // list walks every object under prefix.
 func (m *Mako) list(ctx context.Context, prefix string, fn func(pipeline.ObjectInfo) error) error {
-	after := ""
-	for {
-		page, err := m.bucket.List(ctx, prefix, after, listPage)
-		if err != nil {
-			return fmt.Errorf("list %s: %w", prefix, err)
-		}
-		for _, o := range page {
-			if err := fn(o); err != nil {
-				return err
-			}
-		}
-		if len(page) < listPage {
-			return nil
-		}
-		after = page[len(page)-1].Key
-	}
+	return listAll(ctx, m.bucket, prefix, fn)
 }
 
 // read fetches a whole object, refusing more than the cap.
 func (m *Mako) read(ctx context.Context, key string) ([]byte, error) {
-	rc, err := m.bucket.Get(ctx, key)
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", key, err)
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, m.cfg.MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	if int64(len(data)) > m.cfg.MaxFileBytes {
-		return nil, pipeline.Errorf(pipeline.TooLarge, "%s is larger than %d bytes", key, m.cfg.MaxFileBytes)
-	}
-	return data, nil
+	return readCapped(ctx, m.bucket, key, m.cfg.MaxFileBytes)
 }
 
 // syncEDI indexes the files under prefix that are new or changed since they

@@ -34,7 +34,7 @@ var DefaultSpecs = map[pipeline.Stage]string{
 
 // cronStages are the stages the scheduler fires: the chain for the next
 // delivery day and the kalkulation for past days.
-var cronStages = append(pipeline.Stages[:len(pipeline.Stages):len(pipeline.Stages)], pipeline.StageKalkulation)
+var cronStages = pipeline.AllStages
 
 // Sweeper removes lake objects that no pointer names any more (storage/lake).
 type Sweeper interface {

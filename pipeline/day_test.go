@@ -65,3 +65,25 @@ func TestUnitToMW(t *testing.T) {
 		t.Errorf("MW.ToMW(3.5) = %v", got)
 	}
 }
+
+func TestStageDefaultDay(t *testing.T) {
+	today := NewDay(2026, time.March, 1)
+	for st, want := range map[Stage]Day{
+		StageForecast:    NewDay(2026, time.March, 2),
+		StageSchedules:   NewDay(2026, time.March, 2),
+		StageChain:       NewDay(2026, time.March, 2),
+		StageKalkulation: NewDay(2026, time.February, 28),
+	} {
+		if got := st.DefaultDay(today); got != want {
+			t.Errorf("%s: default day %s, want %s", st, got, want)
+		}
+	}
+	for _, st := range AllStages {
+		if got, err := ParseStage(string(st)); err != nil || got != st {
+			t.Errorf("ParseStage(%s) = %s, %v", st, got, err)
+		}
+	}
+	if _, err := ParseStage("chain"); err == nil {
+		t.Error("chain is not a stage of its own")
+	}
+}

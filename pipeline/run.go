@@ -27,9 +27,22 @@ const (
 // Stages lists the chain's stages in order.
 var Stages = []Stage{StageForecast, StageAggregate, StageOpenPosition, StageSchedules}
 
+// AllStages are the stages a run can be of: the chain's, then kalkulation.
+var AllStages = append(Stages[:len(Stages):len(Stages)], StageKalkulation)
+
+// DefaultDay is the delivery day a stage works on when none is named: the
+// next day for the stages of the chain (and the chain), which plan ahead,
+// and yesterday for kalkulation, which calculates a day that is over.
+func (s Stage) DefaultDay(today Day) Day {
+	if s == StageKalkulation {
+		return today.AddDays(-1)
+	}
+	return today.AddDays(1)
+}
+
 // ParseStage accepts one of the four stages of the chain or kalkulation.
 func ParseStage(s string) (Stage, error) {
-	for _, st := range append(Stages[:len(Stages):len(Stages)], StageKalkulation) {
+	for _, st := range AllStages {
 		if string(st) == s {
 			return st, nil
 		}

@@ -164,17 +164,15 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 	if len(pos) != 1 {
 		return usagef("run: want one of forecast, aggregate, open-position, schedules, kalkulation or chain")
 	}
-	day, err := a.deliveryDay(*dayFlag)
-	if err != nil {
-		return err
-	}
-	if pos[0] == string(pipeline.StageKalkulation) && *dayFlag == "" {
-		// The kalkulation calculates a day that is over.
-		day = day.AddDays(-2)
-	}
-	var stage pipeline.Stage
+	stage := pipeline.StageChain
 	if pos[0] != "chain" {
 		if stage, err = pipeline.ParseStage(pos[0]); err != nil {
+			return err
+		}
+	}
+	day := stage.DefaultDay(pipeline.DayOf(a.now()))
+	if *dayFlag != "" {
+		if day, err = pipeline.ParseDay(*dayFlag); err != nil {
 			return err
 		}
 	}
@@ -189,7 +187,7 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	var run pipeline.Run
-	if stage == "" {
+	if stage == pipeline.StageChain {
 		run, err = r.Orchestrate(ctx, day, "cli")
 	} else {
 		run, err = r.RunStage(ctx, stage, day, "cli")
