@@ -306,7 +306,7 @@ func (c *checker) dateValue(loc path, v *node, dst *pipeline.Day) bool {
 func (c *checker) add(p Problem) {
 	if !c.full {
 		c.problems = append(c.problems, p)
-		c.full = len(c.problems) >= maxProblems
+		c.full = len(c.problems) >= MaxProblems
 	}
 }
 

@@ -7,10 +7,10 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
-// maxProblems and maxMessages bound the size of a 422 body: a body of 10,000
+// MaxProblems and maxMessages bound the size of a 422 body: a body of 10,000
 // broken entries must not answer with a response larger than itself.
 const (
-	maxProblems = 1000
+	MaxProblems = 1000
 	maxMessages = 1000
 )
 
@@ -26,7 +26,7 @@ type Problem struct {
 }
 
 // SchemaError is a body that does not fit the model: answered with 422
-// {"detail": Problems}. It lists every failure, at most maxProblems of them.
+// {"detail": Problems}. It lists every failure, at most MaxProblems of them.
 type SchemaError struct{ Problems []Problem }
 
 // Error summarises the first problem; the API renders Problems instead.

@@ -8,7 +8,7 @@ import (
 )
 
 // The fuzz targets check that no input panics, that a failure is always a
-// schema error with at most maxProblems well-formed problems, and that a
+// schema error with at most ingest.MaxProblems well-formed problems, and that a
 // success satisfies checkSeries. The files of testdata are the seeds.
 
 func FuzzParseSMARD(f *testing.F) {
@@ -75,7 +75,7 @@ func checkOutcome(t *testing.T, noPoints bool, err error) {
 	if !errors.As(err, &se) {
 		t.Fatalf("error %T %v is not a schema error", err, err)
 	}
-	if n := len(se.Problems); n == 0 || n > maxProblems {
+	if n := len(se.Problems); n == 0 || n > ingest.MaxProblems {
 		t.Fatalf("%d problems", n)
 	}
 	for _, p := range se.Problems {

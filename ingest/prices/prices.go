@@ -3,7 +3,7 @@
 // the netztransparenz CSV export of the reBAP.
 //
 // Both parsers check the whole file and report every problem at once (up to
-// maxProblems) as an *ingest.SchemaError, so that a file is either taken
+// ingest.MaxProblems) as an *ingest.SchemaError, so that a file is either taken
 // whole or not at all. A problem's Loc is ["body","series","<i>"(,"0"|"1")]
 // for SMARD and ["body","line <n>","<column header>"] for the CSV, with
 // 1-based physical line numbers. The problem types are json_invalid,
@@ -38,11 +38,6 @@ const (
 	formatSMARD = "smard-json"
 	formatCSV   = "netztransparenz-csv"
 )
-
-// maxProblems bounds the problems of one file as ingest bounds those of a
-// request body, so that a broken year of prices does not answer with a
-// response larger than itself.
-const maxProblems = 1000
 
 // Problem types of this package that ingest does not define.
 const (
@@ -107,12 +102,13 @@ func sniffJSON(data []byte) bool {
 
 func trimBOM(data []byte) []byte { return bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) }
 
-// problems collects the problems of one file, at most maxProblems of them.
+// problems collects the problems of one file, at most ingest.MaxProblems
+// of them, as ingest bounds those of a request body.
 type problems struct {
 	list []ingest.Problem
 }
 
-func (p *problems) full() bool { return len(p.list) >= maxProblems }
+func (p *problems) full() bool { return len(p.list) >= ingest.MaxProblems }
 
 func (p *problems) add(typ string, loc []string, input any, format string, args ...any) {
 	if p.full() {

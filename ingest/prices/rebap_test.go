@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/price"
 )
@@ -334,8 +335,8 @@ func TestParseReBAPProblemsAreCapped(t *testing.T) {
 		b.WriteString("01.07.2025;00:00;x\n")
 	}
 	_, err := ParseReBAPCSV([]byte(b.String()))
-	if got := len(problemsOf(t, err)); got != maxProblems {
-		t.Errorf("%d problems, want %d", got, maxProblems)
+	if got := len(problemsOf(t, err)); got != ingest.MaxProblems {
+		t.Errorf("%d problems, want %d", got, ingest.MaxProblems)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/price"
 )
@@ -209,7 +210,7 @@ func TestParseSMARDProblemsAreCapped(t *testing.T) {
 	}
 	b.WriteString("]}")
 	_, err := ParseSMARD([]byte(b.String()))
-	if got := len(problemsOf(t, err)); got != maxProblems {
-		t.Errorf("%d problems, want %d", got, maxProblems)
+	if got := len(problemsOf(t, err)); got != ingest.MaxProblems {
+		t.Errorf("%d problems, want %d", got, ingest.MaxProblems)
 	}
 }
