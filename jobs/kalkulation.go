@@ -35,14 +35,13 @@ type KalkulationArea struct {
 	Metered         int                  `json:"metered"`
 }
 
-// KalkulationOutputs describe a kalkulation run.
+// KalkulationOutputs describe a kalkulation run; Figures are the day's sums
+// with the prices known when it ran, missing prices counted.
 type KalkulationOutputs struct {
-	Dataset      lake.Snapshot       `json:"dataset"`
-	Rows         int                 `json:"rows"`
-	Areas        []KalkulationArea   `json:"areas"`
-	MissingSpot  int                 `json:"missing_spot"`
-	MissingReBAP int                 `json:"missing_rebap"`
-	Figures      kalkulation.Figures `json:"figures"`
+	Dataset lake.Snapshot       `json:"dataset"`
+	Rows    int                 `json:"rows"`
+	Areas   []KalkulationArea   `json:"areas"`
+	Figures kalkulation.Figures `json:"figures"`
 }
 
 // areaIst accumulates the metered quantity of a portfolio's locations in one
@@ -125,7 +124,6 @@ func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pi
 	}
 	out.Rows = len(rows)
 	out.Figures = res.Summe
-	out.MissingSpot, out.MissingReBAP = res.Summe.FehlendeSpotpreise, res.Summe.FehlendeReBAP
 	return out, nil
 }
 
