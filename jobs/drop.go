@@ -38,15 +38,15 @@ type dropFolder struct {
 	Logger                      *slog.Logger
 }
 
-// dropOutcome is what became of one dropped file.
-type dropOutcome struct {
-	Key    string
-	Result any    // the importer's result when imported
-	Error  string // why it was rejected
+// DropFile is what became of one dropped file.
+type DropFile struct {
+	Key    string `json:"key"`
+	Result any    `json:"result,omitempty"` // the importer's result when imported
+	Error  string `json:"error,omitempty"`  // why it was rejected
 }
 
 // sync imports the folder's files.
-func (d dropFolder) sync(ctx context.Context, b DropBucket, importer func(ctx context.Context, key string, data []byte) (any, error)) ([]dropOutcome, error) {
+func (d dropFolder) sync(ctx context.Context, b DropBucket, importer func(ctx context.Context, key string, data []byte) (any, error)) ([]DropFile, error) {
 	var keys []string
 	if err := listAll(ctx, b, d.Prefix, func(o pipeline.ObjectInfo) error {
 		if rel := strings.TrimPrefix(o.Key, d.Prefix); rel != "" && !strings.Contains(rel, "/") {
@@ -56,7 +56,7 @@ func (d dropFolder) sync(ctx context.Context, b DropBucket, importer func(ctx co
 	}); err != nil {
 		return nil, err
 	}
-	var out []dropOutcome
+	var out []DropFile
 	for _, key := range keys {
 		stamp := d.Now().UTC().Format("20060102T150405Z") + "-"
 		data, err := readCapped(ctx, b, key, d.MaxBytes)
@@ -70,7 +70,7 @@ func (d dropFolder) sync(ctx context.Context, b DropBucket, importer func(ctx co
 				if err := b.Move(ctx, key, d.Processed+stamp+path.Base(key)); err != nil {
 					return out, fmt.Errorf("%s: move: %w", key, err)
 				}
-				out = append(out, dropOutcome{Key: key, Result: res})
+				out = append(out, DropFile{Key: key, Result: res})
 				continue
 			}
 		}
@@ -87,7 +87,7 @@ func (d dropFolder) sync(ctx context.Context, b DropBucket, importer func(ctx co
 			return out, fmt.Errorf("%s: move: %w", key, err)
 		}
 		d.Logger.Warn("dropped file rejected", "key", key, "err", why)
-		out = append(out, dropOutcome{Key: key, Error: why})
+		out = append(out, DropFile{Key: key, Error: why})
 	}
 	return out, nil
 }

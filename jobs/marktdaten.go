@@ -249,13 +249,6 @@ type DropReport struct {
 	Zeitreihen []DropFile `json:"zeitreihen"`
 }
 
-// DropFile is the outcome of one dropped file.
-type DropFile struct {
-	Key    string `json:"key"`
-	Result any    `json:"result,omitempty"`
-	Error  string `json:"error,omitempty"`
-}
-
 // SyncDrops imports the files dropped into inbox/prices/spot/,
 // inbox/prices/rebap/ and inbox/zeitreihen/ (activation lists as JSON like
 // the PUT body, or CSV), moving each to processed/ or rejected/.
@@ -271,7 +264,7 @@ func (m *Marktdaten) SyncDrops(ctx context.Context, b DropBucket) (DropReport, e
 			func(ctx context.Context, key string, data []byte) (any, error) {
 				return m.ImportPrices(ctx, kind, data, key)
 			})
-		rep.Prices = append(rep.Prices, dropFiles(out)...)
+		rep.Prices = append(rep.Prices, out...)
 		if err != nil {
 			return rep, fmt.Errorf("price drop %w", err)
 		}
@@ -290,19 +283,11 @@ func (m *Marktdaten) SyncDrops(ctx context.Context, b DropBucket) (DropReport, e
 			}
 			return m.ImportActivations(ctx, recs, key)
 		})
-	rep.Zeitreihen = dropFiles(out)
+	rep.Zeitreihen = out
 	if err != nil {
 		return rep, fmt.Errorf("activation drop %w", err)
 	}
 	return rep, nil
-}
-
-func dropFiles(out []dropOutcome) []DropFile {
-	files := make([]DropFile, 0, len(out))
-	for _, o := range out {
-		files = append(files, DropFile(o))
-	}
-	return files
 }
 
 // event records a console event; a failure is logged, as the event only
