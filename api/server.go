@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
+	"github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -80,6 +81,9 @@ type Deps struct {
 	// period calculation; nil fields leave their routes answering 503.
 	Marktdaten Marktdaten
 	Calculator Calculator
+	// The employees' portal (session API, employee API and pages); nil
+	// leaves its paths unrouted.
+	Portal *portal.Handler
 }
 
 // Config tunes the API. Zero values pick the documented defaults.
@@ -164,8 +168,22 @@ func New(cfg Config, deps Deps) *Server {
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
 	e.Use(s.recoverer, s.observe, s.drain)
-	e.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"}) })
-	e.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"}) })
+	// The portal has its own error body and allows no 405: an unknown
+	// method on a portal path is as unknown as the path.
+	e.NoRoute(func(c *gin.Context) {
+		if portal.Owns(c.Request.URL.Path) {
+			portal.NotFound(c)
+			return
+		}
+		c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
+	})
+	e.NoMethod(func(c *gin.Context) {
+		if portal.Owns(c.Request.URL.Path) {
+			portal.NotFound(c)
+			return
+		}
+		c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"})
+	})
 
 	e.GET("/health", s.health)
 	e.GET("/openapi.json", s.openapi)
@@ -192,6 +210,9 @@ func New(cfg Config, deps Deps) *Server {
 	s.pipelineRoutes(e)
 	s.makoRoutes(e)
 	s.marktdatenRoutes(e)
+	if deps.Portal != nil {
+		deps.Portal.Register(e)
+	}
 	s.engine = e
 	return s
 }
@@ -224,7 +245,9 @@ func (s *Server) retryAfter() string {
 }
 
 func (s *Server) drain(c *gin.Context) {
-	if s.draining.Load() {
+	// The portal's contract has no 503: its short requests are served to
+	// the end of the grace period like those in flight.
+	if s.draining.Load() && !portal.Owns(c.Request.URL.Path) {
 		c.Header("Retry-After", s.retryAfter())
 		c.Header("Connection", "close")
 		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{
@@ -250,6 +273,10 @@ func (s *Server) recoverer(c *gin.Context) {
 				panic(r)
 			}
 			s.log.ErrorContext(c.Request.Context(), "panic", slog.Any("panic", r), slog.String("route", c.FullPath()))
+			if portal.Owns(c.Request.URL.Path) {
+				portal.Internal(c)
+				return
+			}
 			c.AbortWithStatusJSON(http.StatusInternalServerError, gin.H{"detail": "internal error"})
 		}
 	}()

@@ -79,3 +79,35 @@ if [ ! -x /usr/sbin/dovecot ]; then
   fi
 fi
 [ -x /usr/sbin/dovecot ] || { echo "test-deps: /usr/sbin/dovecot still not found" >&2; exit 1; }
+
+# The portal tests (api/portal/portaltest, deploy/dev/portal): a real OpenID
+# Connect provider (npm oidc-provider), an SMTP catcher with a REST API (npm
+# maildev) and a browser (Debian's chromium driven by npm playwright-core;
+# Playwright's own browser download cannot reach its host from here).
+# Pinned; keep the versions in sync with deploy/dev/portal/package.json and
+# portaltest.
+if [ ! -x /usr/bin/chromium ]; then
+  echo "test-deps: installing chromium" >&2
+  apt_install chromium
+fi
+[ -x /usr/bin/chromium ] || { echo "test-deps: /usr/bin/chromium still not found" >&2; exit 1; }
+PORTAL_NODE_PACKAGES="oidc-provider@9.13.3 maildev@3.0.0 playwright-core@1.65.1"
+portal_missing=""
+for spec in $PORTAL_NODE_PACKAGES; do
+  name="${spec%@*}" version="${spec##*@}"
+  if ! grep -qs "\"version\": \"$version\"" "$NODE_DIR/node_modules/$name/package.json"; then
+    portal_missing="$portal_missing $spec"
+  fi
+done
+if [ -n "$portal_missing" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "test-deps: installing nodejs and npm" >&2
+    apt_install nodejs npm
+  fi
+  echo "test-deps: installing$portal_missing into $NODE_DIR" >&2
+  mkdir -p "$NODE_DIR"
+  # npm keeps the packages already recorded in $NODE_DIR/package.json
+  # (@duckdb/node-api above) when it adds these.
+  # shellcheck disable=SC2086
+  npm install --prefix "$NODE_DIR" --save-exact --no-audit --no-fund --loglevel=error $portal_missing >/dev/null
+fi
