@@ -30,6 +30,10 @@ type Config struct {
 	Inbox           InboxConfig    `yaml:"inbox"`
 	Pipeline        PipelineConfig `yaml:"pipeline"`
 	Mako            MakoConfig     `yaml:"mako"`
+	// Environment marks the deployment: "production" (the default) or
+	// "development". Production refuses the portal's insecure cookies.
+	Environment string       `yaml:"environment"`
+	Portal      PortalConfig `yaml:"portal"`
 }
 
 // S3Config selects the bucket. Without an endpoint the bucket is the local
@@ -105,6 +109,9 @@ func defaultConfig() Config {
 		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30},
 		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd"},
 		Mako:            MakoConfig{Sync: true, Interval: 5 * time.Minute, Self: MakoSelf{PartinProcessID: "37000"}, IMAP: IMAPConfig{Security: "tls"}},
+		Environment:     "production",
+		Portal: PortalConfig{Enabled: true, SessionIdle: 30 * time.Minute, SessionAbsolute: 12 * time.Hour,
+			MagicLinkTTL: 15 * time.Minute, MagicLinksPerHour: 5, SMTP: PortalSMTP{Security: "starttls"}},
 	}
 }
 
@@ -151,6 +158,26 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_IMAP_PASSWORD", func(c *Config, v string) error { c.Mako.IMAP.Password = v; return nil }},
 	{"SCHEDBRIDGE_IMAP_SECURITY", func(c *Config, v string) error { c.Mako.IMAP.Security = v; return nil }},
 	{"SCHEDBRIDGE_IMAP_FOLDERS", func(c *Config, v string) error { c.Mako.IMAP.Folders = strings.Split(v, ","); return nil }},
+	{"SCHEDBRIDGE_ENVIRONMENT", func(c *Config, v string) error { c.Environment = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL", func(c *Config, v string) (err error) { c.Portal.Enabled, err = strconv.ParseBool(v); return }},
+	{"SCHEDBRIDGE_PORTAL_BASE_URL", func(c *Config, v string) error { c.Portal.BaseURL = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_INSECURE_COOKIES", func(c *Config, v string) (err error) { c.Portal.InsecureCookies, err = strconv.ParseBool(v); return }},
+	{"SCHEDBRIDGE_PORTAL_SESSION_IDLE", func(c *Config, v string) (err error) { c.Portal.SessionIdle, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_PORTAL_SESSION_ABSOLUTE", func(c *Config, v string) (err error) { c.Portal.SessionAbsolute, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_PORTAL_MAGIC_LINK_TTL", func(c *Config, v string) (err error) { c.Portal.MagicLinkTTL, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_PORTAL_OIDC_ISSUER", func(c *Config, v string) error { c.Portal.OIDC.Issuer = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_OIDC_CLIENT_ID", func(c *Config, v string) error { c.Portal.OIDC.ClientID = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_OIDC_CLIENT_SECRET", func(c *Config, v string) error { c.Portal.OIDC.ClientSecret = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_OIDC_NATIVE_CLIENT_ID", func(c *Config, v string) error { c.Portal.OIDC.NativeClientID = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_OIDC_NATIVE_REDIRECT_URIS", func(c *Config, v string) error {
+		c.Portal.OIDC.NativeRedirectURIs = strings.Split(v, ",")
+		return nil
+	}},
+	{"SCHEDBRIDGE_PORTAL_SMTP_ADDR", func(c *Config, v string) error { c.Portal.SMTP.Addr = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_SMTP_FROM", func(c *Config, v string) error { c.Portal.SMTP.From = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_SMTP_USERNAME", func(c *Config, v string) error { c.Portal.SMTP.Username = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_SMTP_PASSWORD", func(c *Config, v string) error { c.Portal.SMTP.Password = v; return nil }},
+	{"SCHEDBRIDGE_PORTAL_SMTP_SECURITY", func(c *Config, v string) error { c.Portal.SMTP.Security = v; return nil }},
 }
 
 // loadConfig builds the configuration from the optional YAML file and the
@@ -174,6 +201,9 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 				return c, fmt.Errorf("%s=%q: %w", e.name, v, err)
 			}
 		}
+	}
+	if err := c.checkPortal(); err != nil {
+		return c, err
 	}
 	if c.MaxBodyBytes <= 0 {
 		return c, fmt.Errorf("max_body_bytes must be positive, got %d", c.MaxBodyBytes)

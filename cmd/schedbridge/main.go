@@ -56,6 +56,13 @@ Commands:
   demo [--locations N] [--day YYYY-MM-DD] create a demo portfolio, run the chain for tomorrow, print where to look
   mako sync|registry FILE|send MP_ID STREAM|nachversand [--list]|overview|antworten
                                          the market communication with the DSOs (see docs/mako.md)
+  portal employee put ID --name N --email E [--department D] [--position P] [--entry-date D] [--state BE]
+        [--weekly-hours H] [--leave-days N] [--sso-subject S] [--magic-link] [--roles R,...]
+        [--component NAME=EUR:INTERVAL[:VISIBILITY] ...]
+  portal employee import FILE.csv | portal compensation import FILE.csv | portal employee list [--json]
+  portal user put --email E --name N [--roles R,...] [--magic-link=false]
+  portal certificate status ID beantragt|in_bearbeitung|ausgestellt|abgelehnt
+                                         HR loads the employees' portal (see docs/portal-hr.md)
 
 Configuration comes from the environment (SCHEDBRIDGE_ADDR, SCHEDBRIDGE_DATA_DIR,
 SCHEDBRIDGE_DATABASE_URL, SCHEDBRIDGE_MAX_BODY_BYTES, ...; see README) and an
@@ -110,6 +117,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = a.makoCmd(ctx, rest)
 	case "prices", "zeitreihen", "kalkulation":
 		err = a.marktdatenCmd(ctx, cmd, rest)
+	case "portal":
+		err = a.portalCmd(ctx, rest)
 	default:
 		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -452,6 +461,18 @@ func (a *app) serve(ctx context.Context) error {
 		go func() { defer close(makoDone); a.runMakoSync(makoCtx, mk, md, bucket) }()
 	} else {
 		close(makoDone)
+	}
+	ph, err := a.newPortal(db)
+	if err != nil {
+		return err
+	}
+	if ph != nil {
+		deps.Portal = ph
+		defer ph.Close()
+		sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+		sweepDone := make(chan struct{})
+		defer func() { stopSweep(); <-sweepDone }()
+		go func() { defer close(sweepDone); a.sweepPortal(sweepCtx, db) }()
 	}
 	webhook := ""
 	if a.cfg.Inbox.WebhookToken != "" {

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	portalapi "github.com/schedbridge/schedbridge/api/portal"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// PortalConfig configures the employees' portal that serve runs.
+type PortalConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// BaseURL is the portal's public origin (magic links, the SSO redirect
+	// URI, the Origin check); default http://localhost:<port of addr>.
+	BaseURL string `yaml:"base_url"`
+	// InsecureCookies drops the Secure flag for local development over plain
+	// http; refused when the environment is production.
+	InsecureCookies   bool          `yaml:"insecure_cookies"`
+	SessionIdle       time.Duration `yaml:"session_idle"`
+	SessionAbsolute   time.Duration `yaml:"session_absolute"`
+	MagicLinkTTL      time.Duration `yaml:"magic_link_ttl"`
+	MagicLinksPerHour int           `yaml:"magic_links_per_hour"`
+	OIDC              PortalOIDC    `yaml:"oidc"`
+	SMTP              PortalSMTP    `yaml:"smtp"`
+}
+
+// PortalOIDC registers the portal at the identity provider; no issuer, no SSO.
+type PortalOIDC struct {
+	Issuer             string   `yaml:"issuer"`
+	ClientID           string   `yaml:"client_id"`
+	ClientSecret       string   `yaml:"client_secret"`
+	NativeClientID     string   `yaml:"native_client_id"`
+	NativeRedirectURIs []string `yaml:"native_redirect_uris"`
+}
+
+// PortalSMTP is the mail server of the magic links; no address, no magic links.
+type PortalSMTP struct {
+	Addr     string `yaml:"addr"`
+	From     string `yaml:"from"`
+	Username string `yaml:"username"`
+	Password string `yaml:"password"`
+	Security string `yaml:"security"` // starttls (default), tls, none
+}
+
+// checkPortal validates the portal settings. The insecure cookie mode is a
+// local-development setting: a deployment marked as production refuses it.
+func (c *Config) checkPortal() error {
+	switch c.Environment {
+	case "production", "development":
+	default:
+		return fmt.Errorf("environment %q: want production or development", c.Environment)
+	}
+	p := &c.Portal
+	if p.InsecureCookies && c.Environment == "production" {
+		return fmt.Errorf("portal.insecure_cookies is a local-development setting and is refused in production; set environment: development (SCHEDBRIDGE_ENVIRONMENT=development) on a developer machine, or remove it")
+	}
+	if p.SessionIdle <= 0 || p.SessionAbsolute <= 0 || p.MagicLinkTTL <= 0 || p.MagicLinksPerHour <= 0 {
+		return fmt.Errorf("portal: session_idle, session_absolute, magic_link_ttl and magic_links_per_hour must be positive")
+	}
+	if p.SessionIdle > p.SessionAbsolute {
+		return fmt.Errorf("portal: session_idle %s exceeds session_absolute %s", p.SessionIdle, p.SessionAbsolute)
+	}
+	if p.BaseURL == "" {
+		_, port, err := net.SplitHostPort(c.Addr)
+		if err != nil {
+			return fmt.Errorf("portal.base_url is not set and addr %q has no port: %w", c.Addr, err)
+		}
+		p.BaseURL = "http://localhost:" + port
+	}
+	u, err := url.Parse(p.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+		return fmt.Errorf("portal.base_url %q: want an origin such as https://portal.example.de", p.BaseURL)
+	}
+	if p.OIDC.Issuer != "" && p.OIDC.ClientID == "" {
+		return fmt.Errorf("portal.oidc: an issuer needs a client_id")
+	}
+	return nil
+}
+
+// newPortal builds the portal on db, or nil when it is switched off.
+func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
+	p := a.cfg.Portal
+	if !p.Enabled {
+		return nil, nil
+	}
+	base := p.BaseURL
+	var sso portalapi.SSO
+	if p.OIDC.Issuer != "" {
+		o, err := portalapi.NewOIDC(portalapi.OIDCConfig{
+			Issuer: p.OIDC.Issuer, ClientID: p.OIDC.ClientID, ClientSecret: p.OIDC.ClientSecret,
+			RedirectURL:    base + "/portal/anmelden/sso/callback",
+			NativeClientID: p.OIDC.NativeClientID, NativeRedirectURIs: p.OIDC.NativeRedirectURIs,
+		})
+		if err != nil {
+			return nil, usagef("portal: %v", err)
+		}
+		sso = o
+	}
+	var mailer portalapi.Mailer
+	if p.SMTP.Addr != "" {
+		m, err := portalapi.NewSMTP(portalapi.SMTPConfig{Addr: p.SMTP.Addr, From: p.SMTP.From,
+			Username: p.SMTP.Username, Password: p.SMTP.Password, Security: p.SMTP.Security, Now: a.now})
+		if err != nil {
+			return nil, usagef("portal: %v", err)
+		}
+		mailer = m
+	}
+	if p.InsecureCookies {
+		a.log.Warn("portal: cookies without the Secure flag (local development only)")
+	}
+	a.log.Info("portal enabled", "base_url", base, "sso", sso != nil, "magic_links", mailer != nil)
+	return portalapi.New(portalapi.Config{
+		BaseURL: base, InsecureCookies: p.InsecureCookies, SessionIdle: p.SessionIdle, SessionAbsolute: p.SessionAbsolute,
+		MagicLinkTTL: p.MagicLinkTTL, MagicLinksPerHour: p.MagicLinksPerHour, Now: a.now, Logger: a.log,
+	}, db, sso, mailer), nil
+}
+
+// sweepPortal deletes expired sessions, magic links and login flows every
+// ten minutes until ctx ends; lookups refuse them anyway, this keeps the
+// tables small.
+func (a *app) sweepPortal(ctx context.Context, db *sqldb.DB) {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		now := a.now()
+		if n, err := db.DeleteExpired(ctx, now, now.Add(-a.cfg.Portal.SessionIdle)); err != nil {
+			a.log.Warn("portal: sweeping expired sessions failed", "err", err)
+		} else if n > 0 {
+			a.log.Info("portal: expired sessions swept", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,513 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/portal"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// This file holds HR's commands that load the employees' portal: employee
+// records and the users who sign in for them, compensation, applicants, and
+// the state of certificate requests. Every value is checked by the rules of
+// HR's CSV files (ingest/hr.go) before anything is written.
+
+const portalUsage = `usage:
+  schedbridge portal employee put ID --name N --email E [--department D] [--position P]
+        [--entry-date YYYY-MM-DD] [--state BE] [--weekly-hours 39,5] [--leave-days 30]
+        [--sso-subject SUB] [--magic-link] [--roles mitarbeiter,hr]
+        [--component NAME=EUR:INTERVAL[:VISIBILITY] ...]   (replaces the compensation when given)
+  schedbridge portal employee import FILE.csv         load an employees file
+  schedbridge portal employee list [--json]
+  schedbridge portal compensation import FILE.csv     replace the compensation of the employees in the file
+  schedbridge portal user put --email E --name N [--roles bewerber] [--magic-link=false]
+  schedbridge portal certificate status ID beantragt|in_bearbeitung|ausgestellt|abgelehnt
+(see docs/portal-hr.md)`
+
+// progressEvery is how many rows an import writes between progress lines.
+const progressEvery = 1000
+
+// portalCmd runs the portal subcommands.
+func (a *app) portalCmd(ctx context.Context, args []string) error {
+	if len(args) < 2 {
+		return usagef("%s", portalUsage)
+	}
+	rest := args[2:]
+	switch args[0] + " " + args[1] {
+	case "employee put":
+		return a.portalEmployeePut(ctx, rest)
+	case "employee import":
+		if len(rest) != 1 {
+			return usagef("portal employee import: want exactly one FILE.csv")
+		}
+		return a.portalEmployeeImport(ctx, rest[0])
+	case "employee list":
+		return listCmd(ctx, a, "portal employee list", rest, listEmployees,
+			"ID\tNAME\tEMAIL\tDEPARTMENT\tSTATE\tHOURS\tLEAVE DAYS\tLOGIN\tCOMPONENTS", func(e employeeItem) []string {
+				login := []string{}
+				if e.User != nil && e.User.SSOSubject != "" {
+					login = append(login, "sso")
+				}
+				if e.User != nil && e.User.MagicLink {
+					login = append(login, "magic-link")
+				}
+				return []string{e.ID, e.Name, e.Email, orDash(e.Department), orDash(e.State),
+					strconv.FormatFloat(e.WeeklyHours, 'f', -1, 64), strconv.Itoa(e.LeaveDaysPerYear),
+					orDash(strings.Join(login, ",")), strconv.Itoa(len(e.Compensation))}
+			})
+	case "compensation import":
+		if len(rest) != 1 {
+			return usagef("portal compensation import: want exactly one FILE.csv")
+		}
+		return a.portalCompensationImport(ctx, rest[0])
+	case "user put":
+		return a.portalUserPut(ctx, rest)
+	case "certificate status":
+		return a.portalCertificateStatus(ctx, rest)
+	}
+	return usagef("portal: unknown subcommand %q\n%s", strings.Join(args[:2], " "), portalUsage)
+}
+
+// componentFlags collects the repeatable --component flag.
+type componentFlags []string
+
+func (c *componentFlags) String() string { return strings.Join(*c, " ") }
+
+func (c *componentFlags) Set(s string) error { *c = append(*c, s); return nil }
+
+// employeeFlags names, for each column of an employees file, the flag of
+// `portal employee put` that gives it, so that a problem names the flag.
+var employeeFlags = map[string]string{
+	ingest.ColPersonalnummer: "ID", ingest.ColName: "--name", ingest.ColEmail: "--email",
+	ingest.ColAbteilung: "--department", ingest.ColPosition: "--position", ingest.ColEintritt: "--entry-date",
+	ingest.ColBundesland: "--state", ingest.ColWochenstunden: "--weekly-hours", ingest.ColUrlaubstage: "--leave-days",
+	ingest.ColSSOSubject: "--sso-subject", ingest.ColMagicLink: "--magic-link", ingest.ColRollen: "--roles",
+}
+
+func (a *app) portalEmployeePut(ctx context.Context, args []string) error {
+	fs := newFlagSet("portal employee put", a.stderr)
+	fields := map[string]string{}
+	str := func(name, column, help string) {
+		fs.Func(name, help, func(v string) error { fields[column] = v; return nil })
+	}
+	str("name", ingest.ColName, "full name (required)")
+	str("email", ingest.ColEmail, "e-mail address, also the sign-in address (required)")
+	str("department", ingest.ColAbteilung, "department")
+	str("position", ingest.ColPosition, "position")
+	str("entry-date", ingest.ColEintritt, "entry date, YYYY-MM-DD or DD.MM.YYYY")
+	str("state", ingest.ColBundesland, "federal state code whose public holidays are no leave days (BE, BY, ...)")
+	str("weekly-hours", ingest.ColWochenstunden, "contractual hours per week, more than 0 and at most 60")
+	str("leave-days", ingest.ColUrlaubstage, fmt.Sprintf("yearly leave days, 0 to 60 (default %d)", ingest.DefaultLeaveDays))
+	str("sso-subject", ingest.ColSSOSubject, "subject (sub) at the identity provider portal.oidc.issuer")
+	str("roles", ingest.ColRollen, "comma-separated roles (default "+portal.RoleEmployee+")")
+	magic := fs.Bool("magic-link", false, "allow sign-in by magic link to the e-mail address")
+	var comps componentFlags
+	fs.Var(&comps, "component", "a compensation component NAME=EUR:INTERVAL[:VISIBILITY], repeatable; replaces the set")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("portal employee put: want exactly one ID (the personalnummer)")
+	}
+	fields[ingest.ColPersonalnummer] = pos[0]
+	fields[ingest.ColMagicLink] = strconv.FormatBool(*magic)
+	h, problems := ingest.EmployeeFromFields(fields)
+	var msgs []string
+	for _, p := range problems {
+		msgs = append(msgs, employeeFlags[p.Loc[0]]+": "+p.Msg)
+	}
+	var set []portal.Component
+	for _, c := range comps {
+		comp, err := parseComponentFlag(c)
+		if err != nil {
+			msgs = append(msgs, err.Error())
+			continue
+		}
+		if i := slices.IndexFunc(set, func(o portal.Component) bool { return strings.EqualFold(o.Name, comp.Name) }); i >= 0 {
+			msgs = append(msgs, fmt.Sprintf("--component %q: the component %q is given twice", c, set[i].Name))
+			continue
+		}
+		set = append(set, comp)
+	}
+	if len(msgs) > 0 {
+		return usagef("portal employee put %s:\n  %s", pos[0], strings.Join(msgs, "\n  "))
+	}
+	if err := a.linkIssuer(&h.Link, "--sso-subject"); err != nil {
+		return err
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	now := a.now()
+	created, err := db.PutEmployee(ctx, h.Employee, h.Link, now)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "employee %s %s\n", h.Employee.ID, createdOrUpdated(created))
+	if len(comps) > 0 {
+		if err := db.PutCompensation(ctx, h.Employee.ID, set, now); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stderr, "compensation of employee %s: %d components\n", h.Employee.ID, len(set))
+	}
+	return nil
+}
+
+// parseComponentFlag parses NAME=EUR:INTERVAL[:VISIBILITY] by the rules of
+// a compensation file's row. The name ends at the last '=', so it may hold
+// ':' but not '='; the amount may use a decimal comma.
+func parseComponentFlag(s string) (portal.Component, error) {
+	bad := func(msg string) (portal.Component, error) {
+		return portal.Component{}, fmt.Errorf("--component %q: %s", s, msg)
+	}
+	eq := strings.LastIndexByte(s, '=')
+	if eq < 0 {
+		return bad("want NAME=EUR:INTERVAL[:VISIBILITY], as in Grundgehalt=5200.00:monatlich:sichtbar")
+	}
+	parts := strings.Split(s[eq+1:], ":")
+	if len(parts) < 2 || len(parts) > 3 {
+		return bad("want NAME=EUR:INTERVAL[:VISIBILITY], as in Grundgehalt=5200.00:monatlich:sichtbar")
+	}
+	fields := map[string]string{ingest.ColBestandteil: s[:eq], ingest.ColBetrag: parts[0], ingest.ColTurnus: parts[1]}
+	if len(parts) == 3 {
+		fields[ingest.ColSichtbarkeit] = parts[2]
+	}
+	c, problems := ingest.ComponentFromFields(fields)
+	if len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Msg
+		}
+		return bad(strings.Join(msgs, "; "))
+	}
+	return c, nil
+}
+
+// linkIssuer sets the configured identity provider as the issuer of a
+// user's SSO subject. A subject without a configured issuer could never be
+// matched at sign-in, so it is refused.
+func (a *app) linkIssuer(u *portal.User, what string) error {
+	if u.SSOSubject == "" {
+		return nil
+	}
+	issuer := a.cfg.Portal.OIDC.Issuer
+	if issuer == "" {
+		return usagef("%s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first", what)
+	}
+	u.SSOIssuer = issuer
+	return nil
+}
+
+func createdOrUpdated(created bool) string {
+	if created {
+		return "created"
+	}
+	return "updated"
+}
+
+// openHRFile opens an HR file and decodes it with decode; a bad file is an
+// Invalid error that lists its problems under the file's name.
+func openHRFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {
+	var zero T
+	f, err := os.Open(path)
+	if err != nil {
+		return zero, err
+	}
+	defer f.Close()
+	v, err := decode(f)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// progress prints a progress line every progressEvery rows.
+func (a *app) progress(what string, done, total int) {
+	if done%progressEvery == 0 && done < total {
+		fmt.Fprintf(a.stderr, "%s: %d of %d rows\n", what, done, total)
+	}
+}
+
+func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
+	const what = "portal employee import"
+	rows, err := openHRFile(path, ingest.DecodeEmployeesCSV)
+	if err != nil {
+		return err
+	}
+	var subjects []string
+	for _, r := range rows {
+		if r.Link.SSOSubject != "" {
+			subjects = append(subjects, r.Employee.ID)
+		}
+	}
+	if len(subjects) > 0 && a.cfg.Portal.OIDC.Issuer == "" {
+		return usagef("%s: the sso_subject of personalnummer %s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first",
+			path, abbreviate(subjects))
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	now := a.now()
+	created := 0
+	for i, r := range rows {
+		if err := a.linkIssuer(&r.Link, "sso_subject"); err != nil {
+			return err
+		}
+		c, err := db.PutEmployee(ctx, r.Employee, r.Link, now)
+		if err != nil {
+			// The rows before are written; a new run of the corrected file
+			// writes them again unchanged.
+			return fmt.Errorf("%s: row of personalnummer %s (%d rows written before it): %w", path, r.Employee.ID, i, err)
+		}
+		if c {
+			created++
+		}
+		a.progress(what, i+1, len(rows))
+	}
+	fmt.Fprintf(a.stderr, "%s: %d rows, %d employees created, %d updated\n", what, len(rows), created, len(rows)-created)
+	return nil
+}
+
+type compensationFile struct {
+	comps map[string][]portal.Component
+	ids   []string
+}
+
+func decodeCompensation(r io.Reader) (compensationFile, error) {
+	comps, ids, err := ingest.DecodeCompensationCSV(r)
+	return compensationFile{comps, ids}, err
+}
+
+func (a *app) portalCompensationImport(ctx context.Context, path string) error {
+	const what = "portal compensation import"
+	file, err := openHRFile(path, decodeCompensation)
+	if err != nil {
+		return err
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// Every employee must exist before anything is written, so that a file
+	// with a wrong personalnummer changes nothing.
+	emps, err := db.ListEmployees(ctx)
+	if err != nil {
+		return err
+	}
+	known := make(map[string]bool, len(emps))
+	for _, e := range emps {
+		known[e.ID] = true
+	}
+	var unknown []string
+	for _, id := range file.ids {
+		if !known[id] {
+			unknown = append(unknown, id)
+		}
+	}
+	if len(unknown) > 0 {
+		return pipeline.Errorf(pipeline.Invalid, "%s: no employee record for personalnummer %s; load the employees first (portal employee import), nothing was written",
+			path, abbreviate(unknown))
+	}
+	total := 0
+	for _, id := range file.ids {
+		total += len(file.comps[id])
+	}
+	now := a.now()
+	created, done := 0, 0
+	for i, id := range file.ids {
+		before, err := db.Compensation(ctx, id)
+		if err != nil {
+			return err
+		}
+		if err := db.PutCompensation(ctx, id, file.comps[id], now); err != nil {
+			return fmt.Errorf("%s: personalnummer %s (%d of %d employees written before it): %w", path, id, i, len(file.ids), err)
+		}
+		if len(before) == 0 {
+			created++
+		}
+		for range file.comps[id] {
+			done++
+			a.progress(what, done, total)
+		}
+	}
+	fmt.Fprintf(a.stderr, "%s: %d rows for %d employees, %d compensation sets created, %d replaced\n",
+		what, total, len(file.ids), created, len(file.ids)-created)
+	return nil
+}
+
+// abbreviate lists up to ten ids and counts the rest.
+func abbreviate(ids []string) string {
+	if len(ids) <= 10 {
+		return strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(ids[:10], ", "), len(ids)-10)
+}
+
+func (a *app) portalUserPut(ctx context.Context, args []string) error {
+	fs := newFlagSet("portal user put", a.stderr)
+	email := fs.String("email", "", "e-mail address, the sign-in address (required)")
+	name := fs.String("name", "", "full name (required)")
+	roles := fs.String("roles", "", "comma-separated roles (default "+portal.RoleApplicant+")")
+	magic := fs.Bool("magic-link", true, "allow sign-in by magic link to the e-mail address")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usagef("portal user put: unexpected argument %q", pos[0])
+	}
+	var msgs []string
+	addr, err := portal.NormalizeEmail(*email)
+	if *email == "" {
+		msgs = append(msgs, "--email is required")
+	} else if err != nil {
+		msgs = append(msgs, "--email: "+pipeline.MessageOf(err))
+	}
+	n, err := ingest.CheckText("--name", *name, true)
+	if err != nil {
+		msgs = append(msgs, pipeline.MessageOf(err))
+	}
+	rs, err := ingest.ParseRoles(*roles)
+	if err != nil {
+		msgs = append(msgs, "--roles: "+pipeline.MessageOf(err))
+	}
+	if len(msgs) > 0 {
+		return usagef("portal user put:\n  %s", strings.Join(msgs, "\n  "))
+	}
+	if rs == nil {
+		rs = []string{portal.RoleApplicant}
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	// A user who signs in for an employee record is HR's employee load's to
+	// change: its roles would otherwise become an applicant's.
+	switch cur, err := db.UserByEmail(ctx, addr); {
+	case err == nil && cur.EmployeeID != "":
+		return usagef("portal user put: %s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
+	case err != nil && pipeline.KindOf(err) != pipeline.NotFound:
+		return err
+	}
+	u, created, err := db.PutUser(ctx, portal.User{Email: addr, Name: n, Roles: rs, MagicLink: *magic}, a.now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "user %s %s (id %s, roles %s, magic link %t)\n", u.Email, createdOrUpdated(created), u.ID, strings.Join(u.Roles, ","), u.MagicLink)
+	return nil
+}
+
+func (a *app) portalCertificateStatus(ctx context.Context, args []string) error {
+	if len(args) != 2 {
+		return usagef("portal certificate status: want ID and one of %s", certificateStatuses())
+	}
+	id, err := strconv.ParseInt(args[0], 10, 64)
+	if err != nil || id <= 0 {
+		return usagef("portal certificate status: %q is not a certificate id (a positive number)", args[0])
+	}
+	status, err := portal.ParseEnum("status", args[1], portal.CertificateStatuses)
+	if err != nil {
+		return err
+	}
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	c, err := db.SetCertificateStatus(ctx, id, status, a.now())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stderr, "certificate %d (%s of employee %s) is %s\n", c.ID, c.Type, c.EmployeeID, c.Status)
+	return nil
+}
+
+func certificateStatuses() string {
+	s := make([]string, len(portal.CertificateStatuses))
+	for i, c := range portal.CertificateStatuses {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
+}
+
+// employeeItem is an employee as `portal employee list` shows it: the
+// record, the user who signs in for it and the compensation.
+type employeeItem struct {
+	ID               string          `json:"id"`
+	Name             string          `json:"name"`
+	Email            string          `json:"email"`
+	Department       string          `json:"department,omitempty"`
+	Position         string          `json:"position,omitempty"`
+	EntryDate        string          `json:"entry_date,omitempty"`
+	State            string          `json:"state,omitempty"`
+	WeeklyHours      float64         `json:"weekly_hours"`
+	LeaveDaysPerYear int             `json:"leave_days_per_year"`
+	UpdatedAt        time.Time       `json:"updated_at"`
+	User             *userItem       `json:"user,omitempty"`
+	Compensation     []componentItem `json:"compensation"`
+}
+
+type userItem struct {
+	ID         string   `json:"id"`
+	Roles      []string `json:"roles"`
+	MagicLink  bool     `json:"magic_link"`
+	SSOIssuer  string   `json:"sso_issuer,omitempty"`
+	SSOSubject string   `json:"sso_subject,omitempty"`
+}
+
+type componentItem struct {
+	Name        string `json:"name"`
+	Amount      string `json:"amount"` // euro, "5200.00"
+	AmountCents int64  `json:"amount_cents"`
+	Interval    string `json:"interval"`
+	Visibility  string `json:"visibility"`
+}
+
+// listEmployees reads every employee with its user and compensation.
+func listEmployees(db *sqldb.DB, ctx context.Context) ([]employeeItem, error) {
+	emps, err := db.ListEmployees(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]employeeItem, len(emps))
+	for i, e := range emps {
+		it := employeeItem{ID: e.ID, Name: e.Name, Email: e.Email, Department: e.Department, Position: e.Position,
+			State: e.State, WeeklyHours: e.WeeklyHours, LeaveDaysPerYear: e.LeaveDaysPerYear, UpdatedAt: e.UpdatedAt,
+			Compensation: []componentItem{}}
+		if !e.EntryDate.IsZero() {
+			it.EntryDate = e.EntryDate.String()
+		}
+		switch u, err := db.UserByEmail(ctx, e.Email); {
+		case err == nil && u.EmployeeID == e.ID:
+			it.User = &userItem{ID: u.ID, Roles: u.Roles, MagicLink: u.MagicLink, SSOIssuer: u.SSOIssuer, SSOSubject: u.SSOSubject}
+		case err != nil && pipeline.KindOf(err) != pipeline.NotFound:
+			return nil, err
+		}
+		comps, err := db.Compensation(ctx, e.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range comps {
+			it.Compensation = append(it.Compensation, componentItem{Name: c.Name, Amount: portal.FormatCents(c.AmountCents),
+				AmountCents: c.AmountCents, Interval: string(c.Interval), Visibility: string(c.Visibility)})
+		}
+		out[i] = it
+	}
+	return out, nil
+}
