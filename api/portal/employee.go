@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -108,17 +109,20 @@ func leaveOut(r portal.LeaveRequest) leaveJSON {
 		WorkingDays: r.WorkingDays, Comment: r.Comment, Status: string(r.Status), CreatedAt: r.CreatedAt.UTC()}
 }
 
-func (h *Handler) listLeave(c *gin.Context) {
-	reqs, err := h.store.LeaveRequests(c.Request.Context(), callerOf(c).user.EmployeeID)
-	if err != nil {
-		h.fail(c, err)
-		return
+// list answers the caller's records of one kind, each through out.
+func list[T, J any](h *Handler, fetch func(Store, context.Context, string) ([]T, error), out func(T) J) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		recs, err := fetch(h.store, c.Request.Context(), callerOf(c).user.EmployeeID)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		js := make([]J, len(recs))
+		for i, r := range recs {
+			js[i] = out(r)
+		}
+		c.JSON(http.StatusOK, js)
 	}
-	out := make([]leaveJSON, len(reqs))
-	for i, r := range reqs {
-		out[i] = leaveOut(r)
-	}
-	c.JSON(http.StatusOK, out)
 }
 
 // maxComment caps free-text fields, in characters.
@@ -221,19 +225,6 @@ func sickOut(r portal.SickLeave) sickJSON {
 		Comment: r.Comment, CreatedAt: r.CreatedAt.UTC()}
 }
 
-func (h *Handler) listSick(c *gin.Context) {
-	rs, err := h.store.SickLeaves(c.Request.Context(), callerOf(c).user.EmployeeID)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	out := make([]sickJSON, len(rs))
-	for i, r := range rs {
-		out[i] = sickOut(r)
-	}
-	c.JSON(http.StatusOK, out)
-}
-
 func (h *Handler) createSick(c *gin.Context) {
 	var req struct {
 		StartDate   string `json:"start_date"`
@@ -279,19 +270,6 @@ type certJSON struct {
 func certOut(r portal.Certificate) certJSON {
 	return certJSON{ID: r.ID, Type: string(r.Type), Purpose: r.Purpose, Language: r.Language,
 		Status: string(r.Status), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
-}
-
-func (h *Handler) listCertificates(c *gin.Context) {
-	rs, err := h.store.Certificates(c.Request.Context(), callerOf(c).user.EmployeeID)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	out := make([]certJSON, len(rs))
-	for i, r := range rs {
-		out[i] = certOut(r)
-	}
-	c.JSON(http.StatusOK, out)
 }
 
 // Languages a certificate can be issued in.

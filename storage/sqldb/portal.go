@@ -941,23 +941,11 @@ func (db *DB) CreateLeaveRequest(ctx context.Context, r portal.LeaveRequest) (po
 		if err := db.lockEmployee(ctx, tx, r.EmployeeID); err != nil {
 			return err
 		}
-		var leave []portalLeaveRow
-		if err := tx.NewSelect().Model(&leave).Where("employee_id = ?", r.EmployeeID).
-			Where("start_date <= ? AND end_date >= ?", row.EndDate, row.StartDate).
-			OrderExpr("start_date, id").Limit(1).Scan(ctx); err != nil {
+		if err := checkOverlap[portalLeaveRow](ctx, tx, "leave request", r.EmployeeID, row.StartDate, row.EndDate); err != nil {
 			return err
 		}
-		if len(leave) > 0 {
-			return overlapError("leave request", leave[0].StartDate, leave[0].EndDate)
-		}
-		var sick []portalSickRow
-		if err := tx.NewSelect().Model(&sick).Where("employee_id = ?", r.EmployeeID).
-			Where("start_date <= ? AND end_date >= ?", row.EndDate, row.StartDate).
-			OrderExpr("start_date, id").Limit(1).Scan(ctx); err != nil {
+		if err := checkOverlap[portalSickRow](ctx, tx, "sick-leave report", r.EmployeeID, row.StartDate, row.EndDate); err != nil {
 			return err
-		}
-		if len(sick) > 0 {
-			return overlapError("sick-leave report", sick[0].StartDate, sick[0].EndDate)
 		}
 		_, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx)
 		return uniqueAsConflict(err, "the leave request was stored twice")
@@ -969,9 +957,29 @@ func (db *DB) CreateLeaveRequest(ctx context.Context, r portal.LeaveRequest) (po
 	return r, nil
 }
 
-// overlapError is portal.ConflictError for a stored range.
-func overlapError(what, start, end string) error {
-	s, e, err := parseRange(start, end)
+// absenceRow is a stored absence: a leave request or a sick-leave report.
+type absenceRow interface {
+	portalLeaveRow | portalSickRow
+	span() (start, end string)
+}
+
+func (r portalLeaveRow) span() (string, string) { return r.StartDate, r.EndDate }
+func (r portalSickRow) span() (string, string)  { return r.StartDate, r.EndDate }
+
+// checkOverlap answers portal.ConflictError naming the employee's earliest
+// absence of kind R (what) that shares a day with start..end, nil when there
+// is none. Days are YYYY-MM-DD text, so text comparison orders them.
+func checkOverlap[R absenceRow](ctx context.Context, tx bun.Tx, what, employeeID, start, end string) error {
+	var rows []R
+	if err := tx.NewSelect().Model(&rows).Where("employee_id = ?", employeeID).
+		Where("start_date <= ? AND end_date >= ?", end, start).
+		OrderExpr("start_date, id").Limit(1).Scan(ctx); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	s, e, err := parseRange(rows[0].span())
 	if err != nil {
 		return fmt.Errorf("overlapping %s: %w", what, err)
 	}
@@ -994,14 +1002,8 @@ func (db *DB) CreateSickLeave(ctx context.Context, r portal.SickLeave) (portal.S
 		if err := db.lockEmployee(ctx, tx, r.EmployeeID); err != nil {
 			return err
 		}
-		var sick []portalSickRow
-		if err := tx.NewSelect().Model(&sick).Where("employee_id = ?", r.EmployeeID).
-			Where("start_date <= ? AND end_date >= ?", row.EndDate, row.StartDate).
-			OrderExpr("start_date, id").Limit(1).Scan(ctx); err != nil {
+		if err := checkOverlap[portalSickRow](ctx, tx, "sick-leave report", r.EmployeeID, row.StartDate, row.EndDate); err != nil {
 			return err
-		}
-		if len(sick) > 0 {
-			return overlapError("sick-leave report", sick[0].StartDate, sick[0].EndDate)
 		}
 		_, err := tx.NewInsert().Model(&row).Returning("id").Exec(ctx)
 		return uniqueAsConflict(err, "the sick-leave report was stored twice")
