@@ -118,14 +118,24 @@ func decode(c *gin.Context, v any) error {
 	return nil
 }
 
-// refuseMobile answers 403 to the mobile client on the magic-link routes:
-// the mobile client signs in through SSO only.
-func (h *Handler) refuseMobile(c *gin.Context) bool {
-	if clientOf(c) == portal.ClientMobile {
-		h.fail(c, pipeline.Errorf(pipeline.Forbidden, "magic links are for the web portal; the mobile client signs in with single sign-on"))
-		return true
+// magicLinkBody reads the body of a magic-link route into req after the
+// routes' common refusals: 404 without a mail server, 403 for the mobile
+// client, which signs in through SSO only. False when it answered.
+func (h *Handler) magicLinkBody(c *gin.Context, req any) bool {
+	var err error
+	switch {
+	case h.mail == nil:
+		err = pipeline.Errorf(pipeline.NotFound, "magic links are not configured on this server")
+	case clientOf(c) == portal.ClientMobile:
+		err = pipeline.Errorf(pipeline.Forbidden, "magic links are for the web portal; the mobile client signs in with single sign-on")
+	default:
+		err = decode(c, req)
 	}
-	return false
+	if err != nil {
+		h.fail(c, err)
+		return false
+	}
+	return true
 }
 
 // requestMagicLink sends a sign-in link to an address HR registered for
@@ -133,18 +143,10 @@ func (h *Handler) refuseMobile(c *gin.Context) bool {
 // mail is sent in the background, so that neither the body nor the timing
 // tells which addresses exist.
 func (h *Handler) requestMagicLink(c *gin.Context) {
-	if h.mail == nil {
-		h.fail(c, pipeline.Errorf(pipeline.NotFound, "magic links are not configured on this server"))
-		return
-	}
-	if h.refuseMobile(c) {
-		return
-	}
 	var req struct {
 		Email string `json:"email"`
 	}
-	if err := decode(c, &req); err != nil {
-		h.fail(c, err)
+	if !h.magicLinkBody(c, &req) {
 		return
 	}
 	email, err := portal.NormalizeEmail(req.Email)
@@ -208,18 +210,10 @@ func (h *Handler) issueMagicLink(ctx context.Context, email string) error {
 // redeemMagicLink signs in with a code from a magic link: single use, within
 // its lifetime, web only.
 func (h *Handler) redeemMagicLink(c *gin.Context) {
-	if h.mail == nil {
-		h.fail(c, pipeline.Errorf(pipeline.NotFound, "magic links are not configured on this server"))
-		return
-	}
-	if h.refuseMobile(c) {
-		return
-	}
 	var req struct {
 		Code string `json:"code"`
 	}
-	if err := decode(c, &req); err != nil {
-		h.fail(c, err)
+	if !h.magicLinkBody(c, &req) {
 		return
 	}
 	if !validToken(req.Code) {

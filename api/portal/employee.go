@@ -147,19 +147,21 @@ func textField(field, v string) (string, error) {
 	return v, nil
 }
 
-func rangeFields(start, end string) (pipeline.Day, pipeline.Day, error) {
-	s, err := dayField("start_date", start)
-	if err != nil {
-		return s, s, err
+// absenceFields checks the fields that leave requests and sick-leave
+// reports share: the day range and the comment.
+func absenceFields(start, end, comment string) (s, e pipeline.Day, text string, err error) {
+	if s, err = dayField("start_date", start); err != nil {
+		return
 	}
-	e, err := dayField("end_date", end)
-	if err != nil {
-		return s, e, err
+	if e, err = dayField("end_date", end); err != nil {
+		return
 	}
-	if err := portal.CheckRange(s, e); err != nil {
-		return s, e, invalid("end_date", pipeline.MessageOf(err))
+	if err = portal.CheckRange(s, e); err != nil {
+		err = invalid("end_date", pipeline.MessageOf(err))
+		return
 	}
-	return s, e, nil
+	text, err = textField("comment", comment)
+	return
 }
 
 func (h *Handler) createLeave(c *gin.Context) {
@@ -181,12 +183,7 @@ func (h *Handler) createLeave(c *gin.Context) {
 		h.fail(c, invalid("type", pipeline.MessageOf(err)))
 		return
 	}
-	start, end, err := rangeFields(req.StartDate, req.EndDate)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	comment, err := textField("comment", req.Comment)
+	start, end, comment, err := absenceFields(req.StartDate, req.EndDate, req.Comment)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -236,12 +233,7 @@ func (h *Handler) createSick(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	start, end, err := rangeFields(req.StartDate, req.EndDate)
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	comment, err := textField("comment", req.Comment)
+	start, end, comment, err := absenceFields(req.StartDate, req.EndDate, req.Comment)
 	if err != nil {
 		h.fail(c, err)
 		return
