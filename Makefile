@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako loadtest vet fmt clean
+.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako loadtest vet fmt clean screenshots
 
 all: build
 
@@ -60,6 +60,11 @@ bench-mako: test-deps
 
 loadtest: build
 	./deploy/dev/loadtest.sh
+
+# The portal's browser test (TestPortalBrowser) with its full-page
+# screenshots going to docs/screenshots instead of a temporary directory.
+screenshots: build
+	SCHEDBRIDGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestPortalBrowser ./cmd/schedbridge/
 
 clean:
 	rm -rf $(BIN)

@@ -86,9 +86,11 @@ fi
 # Playwright's own browser download cannot reach its host from here).
 # Pinned; keep the versions in sync with deploy/dev/portal/package.json and
 # portaltest.
-if [ ! -x /usr/bin/chromium ]; then
-  echo "test-deps: installing chromium" >&2
-  apt_install chromium
+# chromium-l10n gives the browser its German resources, so that date fields
+# read TT.MM.JJJJ in the tests and screenshots as they do for the users.
+if [ ! -x /usr/bin/chromium ] || [ ! -e /usr/lib/chromium/locales/de.pak ]; then
+  echo "test-deps: installing chromium and chromium-l10n" >&2
+  apt_install chromium chromium-l10n
 fi
 [ -x /usr/bin/chromium ] || { echo "test-deps: /usr/bin/chromium still not found" >&2; exit 1; }
 PORTAL_NODE_PACKAGES="oidc-provider@9.13.3 maildev@3.0.0 playwright-core@1.65.1"
