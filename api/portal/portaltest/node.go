@@ -15,12 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-)
 
-// EnvNodeDir overrides where the npm modules are looked up (default: the
-// user cache directory's schedbridge/node); deploy/dev/test-deps.sh honours
-// it too.
-const EnvNodeDir = "SCHEDBRIDGE_NODE_DIR"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
+)
 
 // The pinned npm packages; keep them in sync with deploy/dev/test-deps.sh
 // and deploy/dev/portal/package.json.
@@ -33,22 +30,6 @@ const (
 // well under two seconds here; the margin is for a loaded CI machine.
 const startTimeout = 30 * time.Second
 
-// NodeDir is where test-deps.sh installs the npm modules.
-func NodeDir() (string, error) {
-	if d := os.Getenv(EnvNodeDir); d != "" {
-		return d, nil
-	}
-	cache := os.Getenv("XDG_CACHE_HOME")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(cache, "schedbridge", "node"), nil
-}
-
 // nodeModules returns node's path and the node_modules directory holding
 // the package at the pinned version, failing tb when either is missing: the
 // tests that need them must not pass silently on a machine where they
@@ -59,7 +40,9 @@ func nodeModules(tb testing.TB, pkg, version string) (node, modules string) {
 	if err != nil {
 		tb.Fatalf("portaltest: node is not installed: run `make test-deps`")
 	}
-	dir, err := NodeDir()
+	// The npm cache is the one laketest reads DuckDB from: test-deps.sh
+	// installs every npm package of the tests there.
+	dir, err := laketest.NodeDir()
 	if err != nil {
 		tb.Fatalf("portaltest: %v", err)
 	}
