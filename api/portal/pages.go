@@ -190,16 +190,19 @@ func (h *Handler) ssoStart(c *gin.Context) {
 		h.errorPage(c, err)
 		return
 	}
-	// The provider answers with a cross-site POST (form_post), on which
-	// browsers send SameSite=None cookies only; those need Secure, so the
-	// local-development mode falls back to Lax, which works when the
-	// provider runs on the same site.
-	same := http.SameSiteNoneMode
-	if h.cfg.InsecureCookies {
-		same = http.SameSiteLaxMode
-	}
-	h.setCookie(c, flowCookie, browser, int(h.cfg.LoginFlowTTL.Seconds()), same, true)
+	h.setCookie(c, flowCookie, browser, int(h.cfg.LoginFlowTTL.Seconds()), h.flowSameSite(), true)
 	c.Redirect(http.StatusSeeOther, authURL)
+}
+
+// flowSameSite is the SameSite mode of the flow cookie. The provider answers
+// with a cross-site POST (form_post), on which browsers send SameSite=None
+// cookies only; those need Secure, so the local-development mode falls back
+// to Lax, which works when the provider runs on the same site.
+func (h *Handler) flowSameSite() http.SameSite {
+	if h.cfg.InsecureCookies {
+		return http.SameSiteLaxMode
+	}
+	return http.SameSiteNoneMode
 }
 
 // ssoCallback receives the provider's form_post: code and state in the body,
@@ -215,11 +218,7 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxBody)
 	ctx := c.Request.Context()
 	browser := h.cookie(c, flowCookie)
-	same := http.SameSiteNoneMode
-	if h.cfg.InsecureCookies {
-		same = http.SameSiteLaxMode
-	}
-	h.setCookie(c, flowCookie, "", -1, same, true)
+	h.setCookie(c, flowCookie, "", -1, h.flowSameSite(), true)
 	back := func(code string, why string, attrs ...any) {
 		h.log.WarnContext(ctx, "portal: SSO sign-in refused", append([]any{slog.String("why", why)}, attrs...)...)
 		c.Redirect(http.StatusSeeOther, "/portal/anmelden?fehler="+code)
