@@ -56,6 +56,13 @@ func (h *Handler) leaveSummary(e portal.Employee, reqs []portal.LeaveRequest) le
 		if r.Type != portal.Erholungsurlaub || !portal.Overlaps(r.Start, r.End, first, last) {
 			continue
 		}
+		// A request within the year counts the working days stored with
+		// it; only one that spans the turn of the year is counted again
+		// for its part in this year.
+		if !r.Start.Before(first) && !last.Before(r.End) {
+			s.Requested += r.WorkingDays
+			continue
+		}
 		from, to := r.Start, r.End
 		if from.Before(first) {
 			from = first

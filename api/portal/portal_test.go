@@ -212,6 +212,14 @@ func (e *env) testEmployee(t *testing.T) {
 	// report also with that; adjacent days are fine.
 	wantStatus(t, "overlapping leave", b.send("POST", "/api/v1/portal/leave-requests", map[string]string{"start_date": "2027-01-08", "end_date": "2027-01-12"}), 409, "conflict")
 	wantStatus(t, "adjacent leave", b.send("POST", "/api/v1/portal/leave-requests", map[string]string{"start_date": "2027-01-11", "end_date": "2027-01-12"}), 201, "")
+	// The profile's leave of 2026: the two days of mid-December as stored,
+	// and the Christmas request's part in 2026 (21.-31.12. without the 25th:
+	// 8 days); the January days belong to 2027.
+	wantStatus(t, "leave in December", b.send("POST", "/api/v1/portal/leave-requests", map[string]string{"start_date": "2026-12-14", "end_date": "2026-12-15"}), 201, "")
+	leave := b.do("GET", "/api/v1/portal/profile", nil).json(t)["leave"].(map[string]any)
+	if leave["year"] != 2026.0 || leave["entitlement_days"] != 30.0 || leave["requested_days"] != 10.0 || leave["remaining_days"] != 20.0 {
+		t.Errorf("leave of the year %v", leave)
+	}
 	wantStatus(t, "sick during leave", b.send("POST", "/api/v1/portal/sick-leave-reports", map[string]any{"start_date": "2026-12-22", "end_date": "2026-12-23", "certificate": true}), 201, "")
 	wantStatus(t, "overlapping sick", b.send("POST", "/api/v1/portal/sick-leave-reports", map[string]any{"start_date": "2026-12-23", "end_date": "2026-12-24"}), 409, "conflict")
 	wantStatus(t, "leave over sick", b.send("POST", "/api/v1/portal/sick-leave-reports", map[string]any{"start_date": "2027-02-01", "end_date": "2027-02-03"}), 201, "")
@@ -246,7 +254,7 @@ func (e *env) testEmployee(t *testing.T) {
 	// Lists are the caller's own.
 	var leaves []map[string]any
 	r = b.do("GET", "/api/v1/portal/leave-requests", nil)
-	if err := jsonInto(r.body, &leaves); err != nil || r.code != 200 || len(leaves) != 3 {
+	if err := jsonInto(r.body, &leaves); err != nil || r.code != 200 || len(leaves) != 4 {
 		t.Errorf("leave list: %d %s", r.code, r.body)
 	}
 	// Certificates: create, list, status; malformed and foreign ids.
