@@ -45,6 +45,10 @@ type AuditEntry struct {
 	ID          int64          `json:"id"`
 	ReceivedAt  time.Time      `json:"received_at"`
 	KeyID       string         `json:"key_id,omitempty"`
+	// Issuer and ClientID name the machine client of a request that sent
+	// an access token instead of a key.
+	Issuer      string         `json:"issuer,omitempty"`
+	ClientID    string         `json:"client_id,omitempty"`
 	PortfolioID string         `json:"portfolio,omitempty"`
 	Endpoint    string         `json:"endpoint"`
 	InputHash   string         `json:"input_hash,omitempty"`

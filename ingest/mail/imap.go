@@ -74,7 +74,7 @@ func DialIMAP(ctx context.Context, cfg IMAPConfig) (*Mailbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sec == "none" && !loopback(host) {
+	if sec == "none" && !pipeline.IsLoopbackHost(host) {
 		return nil, pipeline.Errorf(pipeline.Invalid, "imap %s: security none sends the password in clear text and is allowed only for loopback addresses", addr)
 	}
 	if cfg.Username == "" {
@@ -165,14 +165,6 @@ func imapAddr(addr, sec string) (hostPort, host string, err error) {
 		return "", "", pipeline.Errorf(pipeline.Invalid, "imap address %q has no host", addr)
 	}
 	return net.JoinHostPort(host, port), host, nil
-}
-
-func loopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Close logs out and closes the connection.

@@ -17,6 +17,8 @@ type auditRow struct {
 	ID          int64     `bun:"id,pk,autoincrement"`
 	ReceivedAt  time.Time `bun:"received_at"`
 	KeyID       *string   `bun:"key_id"`
+	Issuer      *string   `bun:"token_issuer"`
+	ClientID    *string   `bun:"token_client_id"`
 	PortfolioID *string   `bun:"portfolio_id"`
 	Endpoint    string    `bun:"endpoint"`
 	InputHash   *string   `bun:"input_hash"`
@@ -43,6 +45,7 @@ func deref(s *string) string {
 func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEntry) error {
 	row := auditRow{
 		ReceivedAt: a.ReceivedAt.UTC(), KeyID: nullable(a.KeyID), PortfolioID: nullable(a.PortfolioID),
+		Issuer: nullable(a.Issuer), ClientID: nullable(a.ClientID),
 		Endpoint: a.Endpoint, InputHash: nullable(a.InputHash), Outcome: a.Outcome,
 		StatusCode: a.StatusCode, Detail: nullable(a.Detail),
 	}
@@ -96,6 +99,7 @@ func auditEntries(rows []auditRow) ([]pipeline.AuditEntry, error) {
 	for i, r := range rows {
 		out[i] = pipeline.AuditEntry{
 			ID: r.ID, ReceivedAt: r.ReceivedAt.UTC(), KeyID: deref(r.KeyID), PortfolioID: deref(r.PortfolioID),
+			Issuer: deref(r.Issuer), ClientID: deref(r.ClientID),
 			Endpoint: r.Endpoint, InputHash: deref(r.InputHash), Outcome: r.Outcome, StatusCode: r.StatusCode,
 			Detail: deref(r.Detail),
 		}

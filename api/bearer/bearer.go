@@ -1,0 +1,384 @@
+// Package bearer verifies the OAuth 2.0 access tokens that machine clients
+// send to the bridge instead of an API key: JWTs after RFC 9068, issued by
+// a registered authorization server and signed with one of its published
+// keys.
+//
+// The library is github.com/lestrrat-go/jwx/v3. The portal's sign-in uses
+// coreos/go-oidc for ID tokens, but go-oidc's key set refetches the JWKS on
+// every signature it cannot verify, so a stream of forged tokens with
+// made-up key ids would become a stream of requests to the issuer; jwx's
+// jwk.Cache keeps the keys, refreshes them in the background, and lets the
+// verifier decide when a refresh for an unknown kid is allowed. jwx checks
+// the signature, exp, nbf, iat (with skew), iss, aud and required claims;
+// this package adds what RFC 9068 asks beyond that (the typ header, the
+// asymmetric algorithm allow-list) in one place, Verify.
+//
+// The package knows no gin: the API maps its errors (the pipeline error
+// vocabulary) to RFC 6750 answers.
+package bearer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lestrrat-go/httprc/v3"
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jwt"
+	"golang.org/x/time/rate"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// MaxSkew is the clock skew allowed between the issuer and us for exp, nbf
+// and iat, as the issue of machine clients fixes it.
+const MaxSkew = 60 * time.Second
+
+// Issuers finds registered issuers by the exact iss value.
+type Issuers interface {
+	TokenIssuer(ctx context.Context, url string) (pipeline.TokenIssuer, error)
+}
+
+// Config tunes a Verifier; zero values pick the defaults.
+type Config struct {
+	// Now is the clock of the claim checks and of the refresh limit.
+	Now func() time.Time
+	// HTTPClient fetches the key sets; its timeout bounds a fetch.
+	HTTPClient *http.Client
+	// RefreshEvery is the least time between two fetches of one issuer's
+	// keys that a token with an unknown kid may cause (default 30 s); the
+	// background refresh follows the key set's Cache-Control between
+	// MinRefresh and MaxRefresh.
+	RefreshEvery time.Duration
+	// FetchTimeout bounds the fetch a request waits for (default 5 s).
+	FetchTimeout time.Duration
+	// MinRefresh and MaxRefresh bound the background refresh of cached key
+	// sets (defaults 5 minutes and 1 hour).
+	MinRefresh, MaxRefresh time.Duration
+	Logger                 *slog.Logger
+}
+
+// Token is what the API needs of a verified access token.
+type Token struct {
+	Issuer   string
+	Subject  string
+	ClientID string
+	ID       string // jti
+	Scopes   []string
+	Expiry   time.Time
+}
+
+// HasScope reports whether the token's scope claim holds the value.
+func (t Token) HasScope(v string) bool {
+	for _, s := range t.Scopes {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Verifier checks access tokens against the registered issuers and their
+// cached key sets.
+type Verifier struct {
+	issuers Issuers
+	cfg     Config
+	cache   *jwk.Cache
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	sources map[string]*keySource // per JWKS URI
+}
+
+// New starts the key cache; it lives until ctx ends or Close is called.
+func New(ctx context.Context, issuers Issuers, cfg Config) (*Verifier, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	if cfg.RefreshEvery <= 0 {
+		cfg.RefreshEvery = 30 * time.Second
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 5 * time.Second
+	}
+	if cfg.MinRefresh <= 0 {
+		cfg.MinRefresh = 5 * time.Minute
+	}
+	if cfg.MaxRefresh <= 0 {
+		cfg.MaxRefresh = time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cache, err := jwk.NewCache(ctx, httprc.NewClient())
+	if err != nil {
+		return nil, fmt.Errorf("start key cache: %w", err)
+	}
+	return &Verifier{issuers: issuers, cfg: cfg, cache: cache, log: cfg.Logger, sources: map[string]*keySource{}}, nil
+}
+
+// Close stops the key cache's workers.
+func (v *Verifier) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return v.cache.Shutdown(ctx)
+}
+
+// acceptedAlgs are the asymmetric algorithms RFC 9068 tokens may use here:
+// never "none", never an HMAC, whose "key" a client could take from the
+// published JWKS.
+var acceptedAlgs = map[string]jwa.SignatureAlgorithm{
+	"RS256": jwa.RS256(), "PS256": jwa.PS256(), "ES256": jwa.ES256(), "EdDSA": jwa.EdDSA(),
+}
+
+// requiredClaims are the claims RFC 9068 section 2.2 requires, plus jti.
+var requiredClaims = []string{"iss", "exp", "aud", "sub", "client_id", "iat", "jti"}
+
+// invalid is the error of a token that is refused; rule names the check
+// that failed and never contains the token.
+func invalid(format string, args ...any) error {
+	return pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: "+format, args...)
+}
+
+// Verify checks raw (the token without "Bearer ") and returns its claims.
+// Errors are pipeline errors: Unauthorized for a token that is malformed,
+// expired, foreign or unregistered; Unavailable when the issuer's keys
+// cannot be fetched and none are cached.
+func (v *Verifier) Verify(ctx context.Context, raw string) (Token, error) {
+	// Compact serialisation only: three base64url parts. jws.Parse would
+	// also take the JSON serialisation, which no access token uses.
+	if strings.Count(raw, ".") != 2 {
+		return Token{}, invalid("not a JWT in compact serialisation")
+	}
+	msg, err := jws.ParseString(raw)
+	if err != nil || len(msg.Signatures()) != 1 {
+		return Token{}, invalid("malformed JWT")
+	}
+	hdr := msg.Signatures()[0].ProtectedHeaders()
+	algHdr, _ := hdr.Algorithm()
+	alg, ok := acceptedAlgs[algHdr.String()]
+	if !ok {
+		return Token{}, invalid("algorithm %q is not accepted; use RS256, PS256, ES256 or EdDSA", algHdr.String())
+	}
+	typ, _ := hdr.Type()
+	if t := strings.ToLower(typ); t != "at+jwt" && t != "application/at+jwt" {
+		return Token{}, invalid("header typ %q is not at+jwt (RFC 9068)", typ)
+	}
+	// The issuer decides which keys and audience apply, so it is read
+	// before the signature is checked; nothing else of the unverified
+	// payload is used.
+	var unverified struct {
+		Iss string `json:"iss"`
+	}
+	if err := json.Unmarshal(msg.Payload(), &unverified); err != nil {
+		return Token{}, invalid("payload is not a JSON object of claims")
+	}
+	if unverified.Iss == "" {
+		return Token{}, invalid(`required claim "iss" is missing`)
+	}
+	iss, err := v.issuers.TokenIssuer(ctx, unverified.Iss)
+	switch {
+	case pipeline.KindOf(err) == pipeline.NotFound:
+		return Token{}, invalid("issuer %q is not registered", unverified.Iss)
+	case err != nil:
+		return Token{}, fmt.Errorf("look up issuer: %w", err)
+	case iss.Removed():
+		return Token{}, invalid("issuer %q has been removed", unverified.Iss)
+	}
+	kid, _ := hdr.KeyID()
+	key, err := v.key(ctx, iss, kid, alg)
+	if err != nil {
+		return Token{}, err
+	}
+	opts := []jwt.ParseOption{
+		jwt.WithKey(alg, key),
+		jwt.WithValidate(true),
+		jwt.WithClock(jwt.ClockFunc(v.cfg.Now)),
+		jwt.WithAcceptableSkew(MaxSkew),
+		jwt.WithIssuer(iss.URL),
+		jwt.WithAudience(iss.Audience),
+	}
+	for _, c := range requiredClaims {
+		opts = append(opts, jwt.WithRequiredClaim(c))
+	}
+	tok, err := jwt.Parse([]byte(raw), opts...)
+	if err != nil {
+		return Token{}, ruleOf(err, iss)
+	}
+	out := Token{Issuer: iss.URL}
+	out.Subject, _ = tok.Subject()
+	out.ID, _ = tok.JwtID()
+	out.Expiry, _ = tok.Expiration()
+	var clientID, scope string
+	if err := tok.Get("client_id", &clientID); err != nil || clientID == "" {
+		return Token{}, invalid(`claim "client_id" must be a non-empty string`)
+	}
+	out.ClientID = clientID
+	if tok.Has("scope") {
+		if err := tok.Get("scope", &scope); err != nil {
+			return Token{}, invalid(`claim "scope" must be a space-separated string`)
+		}
+		out.Scopes = strings.Fields(scope)
+	}
+	return out, nil
+}
+
+// ruleOf names the claim check that refused a token.
+func ruleOf(err error, iss pipeline.TokenIssuer) error {
+	switch {
+	case errors.Is(err, jwt.TokenExpiredError()):
+		return invalid("the token has expired (exp, %s of skew allowed)", MaxSkew)
+	case errors.Is(err, jwt.TokenNotYetValidError()):
+		return invalid("the token is not valid yet (nbf, %s of skew allowed)", MaxSkew)
+	case errors.Is(err, jwt.InvalidIssuedAtError()):
+		return invalid("the token was issued in the future (iat, %s of skew allowed)", MaxSkew)
+	case errors.Is(err, jwt.InvalidAudienceError()):
+		return invalid("audience (aud) does not contain %q", iss.Audience)
+	case errors.Is(err, jwt.InvalidIssuerError()):
+		return invalid("issuer (iss) is not %q", iss.URL)
+	case errors.Is(err, jwt.MissingRequiredClaimError()):
+		return invalid("a required claim is missing (%s are required)", strings.Join(requiredClaims, ", "))
+	case errors.Is(err, jws.VerifyError()):
+		return invalid("the signature does not verify with the issuer's key")
+	}
+	return invalid("the token does not validate")
+}
+
+// key finds the verification key of kid in the issuer's key set. The set
+// is fetched on first use and refreshed, at most once per RefreshEvery per
+// issuer, when a token names a kid it does not hold: that is how key
+// rotation at the issuer reaches us without a restart.
+func (v *Verifier) key(ctx context.Context, iss pipeline.TokenIssuer, kid string, alg jwa.SignatureAlgorithm) (jwk.Key, error) {
+	set, err := v.keySet(ctx, iss)
+	if err != nil {
+		return nil, err
+	}
+	if k, ok := pick(set, kid, alg); ok {
+		return k, nil
+	}
+	s := v.source(iss.JWKSURI)
+	s.fetch.Lock()
+	defer s.fetch.Unlock()
+	// Another request may have refreshed the set while this one waited.
+	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil {
+		if k, ok := pick(set, kid, alg); ok {
+			return k, nil
+		}
+	}
+	if !s.budget.AllowN(v.cfg.Now(), 1) {
+		return nil, invalid("key id %q is not in the issuer's key set", kid)
+	}
+	fctx, cancel := context.WithTimeout(ctx, v.cfg.FetchTimeout)
+	defer cancel()
+	fresh, err := v.cache.Refresh(fctx, iss.JWKSURI)
+	if err != nil {
+		v.log.WarnContext(ctx, "bearer: refresh of the issuer's keys failed", "issuer", iss.URL, "err", err)
+		return nil, invalid("key id %q is not in the issuer's key set", kid)
+	}
+	if k, ok := pick(fresh, kid, alg); ok {
+		return k, nil
+	}
+	return nil, invalid("key id %q is not in the issuer's key set", kid)
+}
+
+// pick chooses the key a token names. Without a kid, the set must hold
+// exactly one key usable with alg. A key whose own alg differs from the
+// token's is not used, so that an RSA key published for RS256 cannot be
+// made to verify another algorithm's signature.
+func pick(set jwk.Set, kid string, alg jwa.SignatureAlgorithm) (jwk.Key, bool) {
+	usable := func(k jwk.Key) bool {
+		if a, ok := k.Algorithm(); ok && a.String() != alg.String() {
+			return false
+		}
+		if u, ok := k.KeyUsage(); ok && u != "sig" {
+			return false
+		}
+		return true
+	}
+	if kid != "" {
+		k, ok := set.LookupKeyID(kid)
+		return k, ok && usable(k)
+	}
+	var found jwk.Key
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if usable(k) {
+			if found != nil {
+				return nil, false
+			}
+			found = k
+		}
+	}
+	return found, found != nil
+}
+
+// keySet returns the cached key set of an issuer, registering its JWKS URI
+// with the cache on first use. When no set has ever been fetched and a
+// fetch fails now, the answer is Unavailable: the token may be good, the
+// client should retry. Requests arriving while a fetch is under way wait
+// for it instead of starting their own.
+func (v *Verifier) keySet(ctx context.Context, iss pipeline.TokenIssuer) (jwk.Set, error) {
+	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil {
+		return set, nil
+	}
+	s := v.source(iss.JWKSURI)
+	s.fetch.Lock()
+	defer s.fetch.Unlock()
+	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil {
+		return set, nil
+	}
+	unavailable := pipeline.Errorf(pipeline.Unavailable, "the keys of issuer %s cannot be fetched right now; retry later", iss.URL)
+	if !s.budget.AllowN(v.cfg.Now(), 1) {
+		return nil, unavailable
+	}
+	fctx, cancel := context.WithTimeout(ctx, v.cfg.FetchTimeout)
+	defer cancel()
+	if !v.cache.IsRegistered(fctx, iss.JWKSURI) {
+		// Registered without waiting: the explicit refresh below reports a
+		// failed fetch at once, where waiting for readiness would hold the
+		// request until the timeout.
+		err := v.cache.Register(fctx, iss.JWKSURI,
+			jwk.WithWaitReady(false),
+			jwk.WithHTTPClient(v.cfg.HTTPClient),
+			jwk.WithHttprcResourceOption(httprc.WithMinInterval(v.cfg.MinRefresh)),
+			jwk.WithHttprcResourceOption(httprc.WithMaxInterval(v.cfg.MaxRefresh)),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("register the keys of issuer %s: %w", iss.URL, err)
+		}
+	}
+	set, err := v.cache.Refresh(fctx, iss.JWKSURI)
+	if err != nil {
+		v.log.WarnContext(ctx, "bearer: fetch of the issuer's keys failed", "issuer", iss.URL, "jwks_uri", iss.JWKSURI, "err", err)
+		return nil, unavailable
+	}
+	return set, nil
+}
+
+// keySource is the fetch state of one JWKS URI.
+type keySource struct {
+	fetch  sync.Mutex    // one fetch at a time
+	budget *rate.Limiter // one fetch per RefreshEvery, on the injected clock
+}
+
+func (v *Verifier) source(jwksURI string) *keySource {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	s, ok := v.sources[jwksURI]
+	if !ok {
+		s = &keySource{budget: rate.NewLimiter(rate.Every(v.cfg.RefreshEvery), 1)}
+		v.sources[jwksURI] = s
+	}
+	return s
+}

@@ -1,0 +1,391 @@
+package bearer_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+
+	"github.com/schedbridge/schedbridge/api/bearer"
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+
+// clock is the injected clock of a test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// issuer is a key set served over HTTP, as an authorization server
+// publishes it; keys can be rotated and the server made to fail.
+type issuer struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	private []jwk.Key
+	fetches atomic.Int64
+	down    atomic.Bool
+}
+
+func newIssuer(t *testing.T) *issuer {
+	is := &issuer{}
+	is.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		is.fetches.Add(1)
+		if is.down.Load() {
+			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		is.mu.Lock()
+		defer is.mu.Unlock()
+		set := jwk.NewSet()
+		for _, k := range is.private {
+			pub, err := k.PublicKey()
+			if err != nil {
+				t.Error(err)
+			}
+			_ = set.AddKey(pub)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(set)
+	}))
+	t.Cleanup(is.srv.Close)
+	return is
+}
+
+// addKey generates a key for alg, publishes it and returns it.
+func (is *issuer) addKey(t *testing.T, alg jwa.SignatureAlgorithm, kid string) jwk.Key {
+	t.Helper()
+	var raw any
+	var err error
+	switch alg.String() {
+	case "RS256", "PS256":
+		raw, err = rsa.GenerateKey(rand.Reader, 2048)
+	case "ES256":
+		raw, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	case "EdDSA":
+		_, raw, err = ed25519.GenerateKey(rand.Reader)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := jwk.Import(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = k.Set(jwk.KeyIDKey, kid)
+	_ = k.Set(jwk.AlgorithmKey, alg)
+	_ = k.Set(jwk.KeyUsageKey, "sig")
+	is.mu.Lock()
+	is.private = append(is.private, k)
+	is.mu.Unlock()
+	return k
+}
+
+func (is *issuer) url() string { return is.srv.URL }
+
+// registry is the issuers the verifier trusts.
+type registry map[string]pipeline.TokenIssuer
+
+func (r registry) TokenIssuer(_ context.Context, url string) (pipeline.TokenIssuer, error) {
+	if i, ok := r[url]; ok {
+		return i, nil
+	}
+	return pipeline.TokenIssuer{}, pipeline.Errorf(pipeline.NotFound, "issuer %s is not registered", url)
+}
+
+const audience = "https://schedbridge.test/v1"
+
+// claims are the RFC 9068 claims of a good token at t0.
+func claims(iss string) map[string]any {
+	return map[string]any{
+		"iss": iss, "aud": []string{audience, "other"}, "sub": "trader", "client_id": "trader",
+		"iat": t0.Unix(), "nbf": t0.Unix(), "exp": t0.Add(5 * time.Minute).Unix(), "jti": "j1",
+		"scope": "openid schedbridge:data",
+	}
+}
+
+// sign builds a compact JWS of c with key under alg and typ.
+func sign(t *testing.T, c map[string]any, alg jwa.SignatureAlgorithm, key jwk.Key, typ string) string {
+	t.Helper()
+	payload, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hdr := jws.NewHeaders()
+	if typ != "" {
+		_ = hdr.Set(jws.TypeKey, typ)
+	}
+	out, err := jws.Sign(payload, jws.WithKey(alg, key, jws.WithProtectedHeaders(hdr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// forge builds a token with a free header and an HMAC or empty signature,
+// as an attacker would.
+func forge(t *testing.T, header map[string]any, c map[string]any, secret []byte) string {
+	t.Helper()
+	enc := base64.RawURLEncoding
+	h, _ := json.Marshal(header)
+	p, _ := json.Marshal(c)
+	input := enc.EncodeToString(h) + "." + enc.EncodeToString(p)
+	if secret == nil {
+		return input + "."
+	}
+	key, err := jwk.Import(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := jws.Sign([]byte(p), jws.WithKey(jwa.HS256(), key, jws.WithProtectedHeaders(hdrOf(t, header))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(sig)
+}
+
+func hdrOf(t *testing.T, m map[string]any) jws.Headers {
+	h := jws.NewHeaders()
+	for k, v := range m {
+		if k == "alg" {
+			continue
+		}
+		if err := h.Set(k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+func newVerifier(t *testing.T, reg registry, c *clock) *bearer.Verifier {
+	t.Helper()
+	v, err := bearer.New(context.Background(), reg, bearer.Config{
+		Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = v.Close() })
+	return v
+}
+
+func TestVerify(t *testing.T) {
+	is := newIssuer(t)
+	rsKey := is.addKey(t, jwa.RS256(), "rs")
+	psKey := is.addKey(t, jwa.PS256(), "ps")
+	esKey := is.addKey(t, jwa.ES256(), "es")
+	edKey := is.addKey(t, jwa.EdDSA(), "ed")
+	other := newIssuer(t)
+	otherKey := other.addKey(t, jwa.RS256(), "rs")
+	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
+
+	rsPub, _ := rsKey.PublicKey()
+	var rsRaw rsa.PublicKey
+	if err := jwk.Export(rsPub, &rsRaw); err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&rsRaw)
+	pubPEM := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+
+	with := func(k string, v any) map[string]any {
+		c := claims(is.url())
+		if v == nil {
+			delete(c, k)
+		} else {
+			c[k] = v
+		}
+		return c
+	}
+	tests := []struct {
+		name    string
+		token   func() string
+		advance time.Duration
+		rule    string // "" for a good token
+	}{
+		{"RS256", func() string { return sign(t, claims(is.url()), jwa.RS256(), rsKey, "at+jwt") }, 0, ""},
+		{"PS256", func() string { return sign(t, claims(is.url()), jwa.PS256(), psKey, "at+jwt") }, 0, ""},
+		{"ES256", func() string { return sign(t, claims(is.url()), jwa.ES256(), esKey, "application/at+jwt") }, 0, ""},
+		{"EdDSA", func() string { return sign(t, claims(is.url()), jwa.EdDSA(), edKey, "at+JWT") }, 0, ""},
+		{"typ JWT", func() string { return sign(t, claims(is.url()), jwa.RS256(), rsKey, "JWT") }, 0, `typ "JWT" is not at+jwt`},
+		{"no typ", func() string { return sign(t, claims(is.url()), jwa.RS256(), rsKey, "") }, 0, `typ "" is not at+jwt`},
+		{"expired within skew", func() string { return sign(t, claims(is.url()), jwa.RS256(), rsKey, "at+jwt") }, 5*time.Minute + 59*time.Second, ""},
+		{"expired", func() string { return sign(t, claims(is.url()), jwa.RS256(), rsKey, "at+jwt") }, 5*time.Minute + 61*time.Second, "has expired"},
+		{"nbf ahead within skew", func() string { return sign(t, with("nbf", t0.Add(time.Minute).Unix()), jwa.RS256(), rsKey, "at+jwt") }, 0, ""},
+		{"nbf ahead", func() string { return sign(t, with("nbf", t0.Add(2*time.Minute).Unix()), jwa.RS256(), rsKey, "at+jwt") }, 0, "not valid yet"},
+		{"iat ahead", func() string { return sign(t, with("iat", t0.Add(2*time.Minute).Unix()), jwa.RS256(), rsKey, "at+jwt") }, 0, "issued in the future"},
+		{"wrong audience", func() string { return sign(t, with("aud", "https://elsewhere"), jwa.RS256(), rsKey, "at+jwt") }, 0, "audience"},
+		{"missing jti", func() string { return sign(t, with("jti", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
+		{"missing sub", func() string { return sign(t, with("sub", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
+		{"missing client_id", func() string { return sign(t, with("client_id", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
+		{"missing iat", func() string { return sign(t, with("iat", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
+		{"missing exp", func() string { return sign(t, with("exp", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
+		{"missing aud", func() string { return sign(t, with("aud", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "" + "audience"},
+		{"missing iss", func() string { return sign(t, with("iss", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, `"iss" is missing`},
+		{"unregistered issuer", func() string { return sign(t, claims(other.url()), jwa.RS256(), otherKey, "at+jwt") }, 0, "is not registered"},
+		{"foreign key, same kid", func() string { return sign(t, claims(is.url()), jwa.RS256(), otherKey, "at+jwt") }, 0, "signature does not verify"},
+		{"key of another alg", func() string { return sign(t, claims(is.url()), jwa.PS256(), rsKeyAs(t, rsKey, "ps"), "at+jwt") }, 0, "signature does not verify"},
+		{"alg none", func() string {
+			return forge(t, map[string]any{"alg": "none", "typ": "at+jwt", "kid": "rs"}, claims(is.url()), nil)
+		}, 0, `algorithm "none" is not accepted`},
+		{"HS256 with the public key as secret", func() string {
+			return forge(t, map[string]any{"alg": "HS256", "typ": "at+jwt", "kid": "rs"}, claims(is.url()), pubPEM)
+		}, 0, `algorithm "HS256" is not accepted`},
+		{"not a JWT", func() string { return "abc" }, 0, "compact serialisation"},
+		{"garbage parts", func() string { return "a.b.c" }, 0, "malformed"},
+		{"payload not JSON", func() string {
+			enc := base64.RawURLEncoding
+			return enc.EncodeToString([]byte(`{"alg":"RS256","typ":"at+jwt","kid":"rs"}`)) + "." +
+				enc.EncodeToString([]byte("not-json")) + "." + enc.EncodeToString([]byte("sig"))
+		}, 0, "not a JSON object"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &clock{t: t0.Add(tc.advance)}
+			v := newVerifier(t, reg, c)
+			raw := tc.token()
+			tok, err := v.Verify(context.Background(), raw)
+			if tc.rule == "" {
+				if err != nil {
+					t.Fatalf("want a good token, got %v", err)
+				}
+				if tok.Issuer != is.url() || tok.ClientID != "trader" || tok.Subject != "trader" || tok.ID != "j1" ||
+					!tok.HasScope("schedbridge:data") || tok.HasScope("schedbridge:process") {
+					t.Errorf("claims: %+v", tok)
+				}
+				return
+			}
+			if pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), tc.rule) {
+				t.Fatalf("want Unauthorized naming %q, got %v", tc.rule, err)
+			}
+			if strings.Contains(err.Error(), raw) {
+				t.Errorf("the error echoes the token: %v", err)
+			}
+		})
+	}
+}
+
+// rsKeyAs is the RSA key re-labelled with another kid, to sign under an
+// algorithm the published key does not declare.
+func rsKeyAs(t *testing.T, k jwk.Key, kid string) jwk.Key {
+	c, err := k.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Set(jwk.KeyIDKey, kid)
+	_ = c.Set(jwk.AlgorithmKey, jwa.PS256())
+	return c
+}
+
+// TestKeyRotation: a token signed with a key the cached set does not hold
+// makes the verifier fetch the set again, but at most once per refresh
+// interval, so forged kids cannot turn into a flood of fetches.
+func TestKeyRotation(t *testing.T) {
+	is := newIssuer(t)
+	k1 := is.addKey(t, jwa.RS256(), "k1")
+	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
+	c := &clock{t: t0}
+	v := newVerifier(t, reg, c)
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k1, "at+jwt")); err != nil {
+		t.Fatal(err)
+	}
+	first := is.fetches.Load()
+	if first < 1 {
+		t.Fatalf("fetches: %d", first)
+	}
+	// Forged kids within the interval: no fetch.
+	for range 20 {
+		forged := sign(t, claims(is.url()), jwa.RS256(), rsKeyWithKid(t, k1, "made-up"), "at+jwt")
+		if _, err := v.Verify(ctx, forged); pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), `key id "made-up"`) {
+			t.Fatalf("forged kid: %v", err)
+		}
+	}
+	afterForged := is.fetches.Load()
+	if afterForged > first+1 {
+		t.Errorf("forged kids caused %d fetches, want at most one", afterForged-first)
+	}
+
+	// Rotation: the issuer publishes k2 and signs with it. Within the
+	// interval of the last refresh the token is refused; after it, the set
+	// is fetched again and the token accepted, without a restart.
+	k2 := is.addKey(t, jwa.RS256(), "k2")
+	c.Add(31 * time.Second)
+	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k2, "at+jwt")); err != nil {
+		t.Fatalf("rotated key: %v", err)
+	}
+	// k1 still verifies from the refreshed set, without another fetch.
+	n := is.fetches.Load()
+	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k1, "at+jwt")); err != nil {
+		t.Fatal(err)
+	}
+	if is.fetches.Load() != n {
+		t.Errorf("a known kid caused a fetch")
+	}
+}
+
+func rsKeyWithKid(t *testing.T, k jwk.Key, kid string) jwk.Key {
+	c, err := k.Clone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Set(jwk.KeyIDKey, kid)
+	return c
+}
+
+// TestKeysUnavailable: when the issuer's keys cannot be fetched and none
+// are cached, the answer is Unavailable (503, retry), not Unauthorized;
+// once fetched, an outage of the issuer does not matter.
+func TestKeysUnavailable(t *testing.T) {
+	is := newIssuer(t)
+	k := is.addKey(t, jwa.ES256(), "k")
+	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
+	c := &clock{t: t0}
+	v := newVerifier(t, reg, c)
+	ctx := context.Background()
+	tok := sign(t, claims(is.url()), jwa.ES256(), k, "at+jwt")
+	is.down.Store(true)
+	if _, err := v.Verify(ctx, tok); pipeline.KindOf(err) != pipeline.Unavailable {
+		t.Fatalf("issuer down, nothing cached: %v", err)
+	}
+	// Within the refresh interval no new fetch is tried.
+	n := is.fetches.Load()
+	if _, err := v.Verify(ctx, tok); pipeline.KindOf(err) != pipeline.Unavailable || is.fetches.Load() != n {
+		t.Fatalf("second try: %v, fetches %d -> %d", err, n, is.fetches.Load())
+	}
+	is.down.Store(false)
+	c.Add(31 * time.Second)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("issuer back: %v", err)
+	}
+	is.down.Store(true)
+	if _, err := v.Verify(ctx, tok); err != nil {
+		t.Fatalf("issuer down, keys cached: %v", err)
+	}
+}
