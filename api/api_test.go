@@ -112,12 +112,21 @@ func (r response) json(t *testing.T) map[string]any {
 }
 
 func (f *fixture) do(method, path string, body []byte, headers ...string) response {
+	return serve(f.srv, f.request(method, path, body, headers...))
+}
+
+// request builds a request with headers given as name, value pairs.
+func (f *fixture) request(method, path string, body []byte, headers ...string) *http.Request {
 	req := httptest.NewRequest(method, path, bytes.NewReader(body))
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Add(headers[i], headers[i+1])
 	}
+	return req
+}
+
+func serve(srv *api.Server, req *http.Request) response {
 	rec := httptest.NewRecorder()
-	f.srv.Handler().ServeHTTP(rec, req)
+	srv.Handler().ServeHTTP(rec, req)
 	return response{rec.Code, rec.Header(), rec.Body.Bytes()}
 }
 
@@ -141,24 +150,32 @@ func forecast(day string, n int, v float64, extra string) []byte {
 func TestAuthentication(t *testing.T) {
 	eachBackend(t, api.Config{}, func(t *testing.T, f *fixture) {
 		body := forecast("2026-11-23", 96, 1, "")
+		const missing = "missing credential: send an API key in the X-API-Key header or an access token as Authorization: Bearer"
 		tests := []struct {
 			name    string
 			path    string
 			headers []string
 			want    int
 			detail  string
+			// challenge is the WWW-Authenticate header (RFC 6750): every
+			// 401 carries one, a 403 of a key none.
+			challenge string
 		}{
-			{"no key", "/v1/forecasts", nil, 401, "missing API key: send it in the X-API-Key header"},
-			{"key in query", "/v1/forecasts?api_key=" + f.keys["data1"], nil, 401, "missing API key: send it in the X-API-Key header"},
-			{"plain authorization", "/v1/forecasts", []string{"Authorization", f.keys["data1"]}, 401, "missing API key: send it in the X-API-Key header"},
-			{"bearer", "/v1/forecasts", []string{"Authorization", "Bearer " + f.keys["data1"]}, 401, "bearer token not accepted: no token issuer is registered; send the key in the X-API-Key header"},
-			{"quoted key", "/v1/forecasts", []string{"X-API-Key", `"` + f.keys["data1"] + `"`}, 401, "invalid API key"},
-			{"two keys", "/v1/forecasts", []string{"X-API-Key", f.keys["data1"], "X-API-Key", f.keys["data1"]}, 401, "send exactly one X-API-Key header"},
-			{"revoked", "/v1/forecasts", []string{"X-API-Key", f.keys["revoked"]}, 401, "API key key_revoked has been revoked"},
-			{"report key", "/v1/forecasts", []string{"X-API-Key", f.keys["report1"]}, 403, "this endpoint needs a data key; key key_report1 has scope report"},
-			{"process key", "/v1/forecasts", []string{"X-API-Key", f.keys["process"]}, 403, "this endpoint needs a data key; key key_process has scope process"},
-			{"mobile key", "/v1/forecasts", []string{"X-API-Key", f.keys["mobile"]}, 403, "this endpoint needs a data key; key key_mobile has scope mobile"},
-			{"data key", "/v1/forecasts", []string{"X-API-Key", f.keys["data1"]}, 200, ""},
+			{"no key", "/v1/forecasts", nil, 401, missing, "Bearer"},
+			{"key in query", "/v1/forecasts?api_key=" + f.keys["data1"], nil, 401, missing, "Bearer"},
+			{"plain authorization", "/v1/forecasts", []string{"Authorization", f.keys["data1"]}, 401,
+				"the Authorization header takes a bearer token only; send an API key in the X-API-Key header", "Bearer"},
+			{"bearer without issuers", "/v1/forecasts", []string{"Authorization", "Bearer " + f.keys["data1"]}, 401,
+				"invalid bearer token: this server accepts no access tokens; send the key in the X-API-Key header", `Bearer error="invalid_token"`},
+			{"key and bearer", "/v1/forecasts", []string{"X-API-Key", f.keys["data1"], "Authorization", "Bearer x.y.z"}, 401,
+				"send either an X-API-Key header or an Authorization: Bearer token, not both", `Bearer error="invalid_request"`},
+			{"quoted key", "/v1/forecasts", []string{"X-API-Key", `"` + f.keys["data1"] + `"`}, 401, "invalid API key", "Bearer"},
+			{"two keys", "/v1/forecasts", []string{"X-API-Key", f.keys["data1"], "X-API-Key", f.keys["data1"]}, 401, "send exactly one X-API-Key header", `Bearer error="invalid_request"`},
+			{"revoked", "/v1/forecasts", []string{"X-API-Key", f.keys["revoked"]}, 401, "API key key_revoked has been revoked", "Bearer"},
+			{"report key", "/v1/forecasts", []string{"X-API-Key", f.keys["report1"]}, 403, "this endpoint needs a data key; key key_report1 has scope report", ""},
+			{"process key", "/v1/forecasts", []string{"X-API-Key", f.keys["process"]}, 403, "this endpoint needs a data key; key key_process has scope process", ""},
+			{"mobile key", "/v1/forecasts", []string{"X-API-Key", f.keys["mobile"]}, 403, "this endpoint needs a data key; key key_mobile has scope mobile", ""},
+			{"data key", "/v1/forecasts", []string{"X-API-Key", f.keys["data1"]}, 200, "", ""},
 		}
 		for _, tt := range tests {
 			r := f.do("POST", tt.path, body, tt.headers...)
@@ -170,6 +187,9 @@ func TestAuthentication(t *testing.T) {
 				if got := r.json(t)["detail"]; got != tt.detail {
 					t.Errorf("%s: detail %q, want %q", tt.name, got, tt.detail)
 				}
+			}
+			if got := r.header.Get("WWW-Authenticate"); got != tt.challenge {
+				t.Errorf("%s: WWW-Authenticate %q, want %q", tt.name, got, tt.challenge)
 			}
 		}
 		// Every write request is in the audit trail, refused ones too, with the
@@ -187,7 +207,7 @@ func TestAuthentication(t *testing.T) {
 		if e := entries[len(entries)-1]; e.Outcome != "unauthorized" || e.KeyID != "" || e.Detail != tests[0].detail {
 			t.Errorf("audit of keyless request: %+v", e)
 		}
-		if e := entries[len(entries)-8]; e.Outcome != "forbidden" || e.KeyID != "key_report1" || e.PortfolioID != "p1" {
+		if e := entries[len(entries)-9]; e.Outcome != "forbidden" || e.KeyID != "key_report1" || e.PortfolioID != "p1" {
 			t.Errorf("audit of report key: %+v", e)
 		}
 		if e := entries[0]; e.Outcome != "created" || e.InputHash == "" || e.Counts["values"] != 96 {

@@ -17,63 +17,175 @@ import (
 )
 
 const (
-	ctxKey       = "schedbridge.key"
+	ctxPrincipal = "schedbridge.principal"
 	ctxPortfolio = "schedbridge.portfolio"
 	ctxAudit     = "schedbridge.audit"
 	headerAPIKey = "X-API-Key"
 )
 
-// requireScope authenticates the X-API-Key header and checks that its scope
-// is one of scopes. The key is taken from that header only: a key in the
-// query, the body or a plain Authorization value is never looked at, so it
-// cannot end up in access logs.
+// principal is who sent a request: the holder of an API key, or a machine
+// client that sent an access token of a registered issuer. Both are held to
+// the same rules: scope, portfolio, rate limit and audit trail.
+type principal struct {
+	// ID is the key id or the id of the client's registration; rate limits
+	// and stored records use it.
+	ID          string
+	Scope       pipeline.Scope
+	PortfolioID string
+	// Issuer and ClientID are set for token clients.
+	Issuer, ClientID string
+}
+
+func (p principal) isClient() bool { return p.Issuer != "" }
+
+// String names the principal in messages, never with a secret.
+func (p principal) String() string {
+	if p.isClient() {
+		return fmt.Sprintf("client %s of issuer %s", p.ClientID, p.Issuer)
+	}
+	return "key " + p.ID
+}
+
+func principalOf(c *gin.Context) principal { return c.MustGet(ctxPrincipal).(principal) }
+
+// Challenges of RFC 6750 section 3: a 401 without any credential carries
+// the plain scheme, a refused token the invalid_token error, and a request
+// that mixes or repeats credentials invalid_request (answered 401, as the
+// contract has no 400 for credentials).
+const (
+	challengePlain        = "Bearer"
+	challengeInvalidToken = `Bearer error="invalid_token"`
+	challengeInvalidReq   = `Bearer error="invalid_request"`
+)
+
+// requireScope authenticates the request, by its X-API-Key header or by an
+// "Authorization: Bearer" access token, and checks that the principal's
+// scope is one of scopes. A key is taken from that header only: a key in
+// the query, the body or a plain Authorization value is never looked at,
+// so it cannot end up in access logs.
 func (s *Server) requireScope(scopes ...pipeline.Scope) gin.HandlerFunc {
 	wanted := strings.Join(stringsOf(scopes), " or ")
 	return func(c *gin.Context) {
-		values := c.Request.Header.Values(headerAPIKey)
-		if len(values) == 0 {
-			if a := c.GetHeader("Authorization"); strings.HasPrefix(strings.ToLower(a), "bearer ") {
-				s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "bearer token not accepted: no token issuer is registered; send the key in the X-API-Key header"))
-				return
-			}
-			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "missing API key: send it in the X-API-Key header"))
-			return
-		}
-		if len(values) > 1 {
-			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "send exactly one X-API-Key header"))
-			return
-		}
-		key, err := s.deps.Keys.KeyByHash(c.Request.Context(), pipeline.HashKey(values[0]))
-		switch {
-		case pipeline.KindOf(err) == pipeline.NotFound:
-			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "invalid API key"))
-			return
-		case err != nil:
+		p, err := s.authenticate(c)
+		if err != nil {
 			s.fail(c, err)
 			return
-		case key.Revoked():
-			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "API key %s has been revoked", key.ID))
-			return
 		}
-		c.Set(ctxKey, key)
+		c.Set(ctxPrincipal, p)
 		if a := auditOf(c); a != nil {
-			a.KeyID = key.ID
-			a.PortfolioID = key.PortfolioID
+			if !p.isClient() {
+				a.KeyID = p.ID
+			}
+			a.Issuer, a.ClientID, a.PortfolioID = p.Issuer, p.ClientID, p.PortfolioID
 		}
-		if !slices.Contains(scopes, key.Scope) {
-			s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", wanted, key.ID, key.Scope))
-			return
-		}
-		if key.PortfolioID != "" {
-			p, err := s.deps.Portfolios.Portfolio(c.Request.Context(), key.PortfolioID)
-			if err != nil {
-				s.fail(c, fmt.Errorf("portfolio of key %s: %w", key.ID, err))
+		if !slices.Contains(scopes, p.Scope) {
+			if p.isClient() {
+				c.Header("WWW-Authenticate", insufficientScope(scopes))
+				s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s client; %s is registered with scope %s", wanted, p, p.Scope))
 				return
 			}
-			c.Set(ctxPortfolio, p)
+			s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", wanted, p.ID, p.Scope))
+			return
+		}
+		if p.PortfolioID != "" {
+			pf, err := s.deps.Portfolios.Portfolio(c.Request.Context(), p.PortfolioID)
+			if err != nil {
+				s.fail(c, fmt.Errorf("portfolio of %s: %w", p, err))
+				return
+			}
+			c.Set(ctxPortfolio, pf)
 		}
 		c.Next()
 	}
+}
+
+// insufficientScope is the challenge of a 403 for a token: the scope values
+// that would have been accepted.
+func insufficientScope(scopes []pipeline.Scope) string {
+	vals := make([]string, len(scopes))
+	for i, sc := range scopes {
+		vals[i] = pipeline.TokenScopeValue(sc)
+	}
+	return fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s"`, strings.Join(vals, " "))
+}
+
+// authenticate finds the principal of a request. Exactly one credential
+// is accepted: one X-API-Key header or one bearer token.
+func (s *Server) authenticate(c *gin.Context) (principal, error) {
+	keys := c.Request.Header.Values(headerAPIKey)
+	auths := c.Request.Header.Values("Authorization")
+	switch {
+	case len(keys) > 0 && len(auths) > 0:
+		c.Header("WWW-Authenticate", challengeInvalidReq)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "send either an X-API-Key header or an Authorization: Bearer token, not both")
+	case len(keys) > 1:
+		c.Header("WWW-Authenticate", challengeInvalidReq)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "send exactly one X-API-Key header")
+	case len(auths) > 1:
+		c.Header("WWW-Authenticate", challengeInvalidReq)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "send exactly one Authorization header")
+	case len(auths) == 1:
+		scheme, token, _ := strings.Cut(auths[0], " ")
+		if !strings.EqualFold(scheme, "Bearer") {
+			return principal{}, pipeline.Errorf(pipeline.Unauthorized, "the Authorization header takes a bearer token only; send an API key in the X-API-Key header")
+		}
+		return s.authenticateToken(c, strings.TrimSpace(token))
+	case len(keys) == 0:
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "missing credential: send an API key in the X-API-Key header or an access token as Authorization: Bearer")
+	}
+	key, err := s.deps.Keys.KeyByHash(c.Request.Context(), pipeline.HashKey(keys[0]))
+	switch {
+	case pipeline.KindOf(err) == pipeline.NotFound:
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid API key")
+	case err != nil:
+		return principal{}, err
+	case key.Revoked():
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "API key %s has been revoked", key.ID)
+	}
+	return principal{ID: key.ID, Scope: key.Scope, PortfolioID: key.PortfolioID}, nil
+}
+
+// authenticateToken verifies an access token and finds its client's
+// registration, which alone decides scope and portfolio. The token must
+// also carry the registered scope's value in its scope claim, so that a
+// client asks its issuer for exactly what it uses.
+func (s *Server) authenticateToken(c *gin.Context, raw string) (principal, error) {
+	if s.deps.Tokens == nil || s.deps.TokenClients == nil {
+		c.Header("WWW-Authenticate", challengeInvalidToken)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: this server accepts no access tokens; send the key in the X-API-Key header")
+	}
+	if raw == "" {
+		c.Header("WWW-Authenticate", challengeInvalidToken)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the token is empty")
+	}
+	ctx := c.Request.Context()
+	tok, err := s.deps.Tokens.Verify(ctx, raw)
+	if err != nil {
+		if pipeline.KindOf(err) == pipeline.Unauthorized {
+			c.Header("WWW-Authenticate", challengeInvalidToken)
+		}
+		return principal{}, err
+	}
+	reg, err := s.deps.TokenClients.ActiveTokenClient(ctx, tok.Issuer, tok.ClientID)
+	switch {
+	case pipeline.KindOf(err) == pipeline.NotFound:
+		c.Header("WWW-Authenticate", challengeInvalidToken)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: client %s of issuer %s is not registered", tok.ClientID, tok.Issuer)
+	case err != nil:
+		return principal{}, err
+	case reg.Revoked():
+		c.Header("WWW-Authenticate", challengeInvalidToken)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the registration of client %s of issuer %s has been revoked", tok.ClientID, tok.Issuer)
+	}
+	p := principal{ID: reg.ID, Scope: reg.Scope, PortfolioID: reg.PortfolioID, Issuer: reg.Issuer, ClientID: reg.ClientID}
+	if want := pipeline.TokenScopeValue(reg.Scope); !tok.HasScope(want) {
+		if a := auditOf(c); a != nil {
+			a.Issuer, a.ClientID = p.Issuer, p.ClientID
+		}
+		c.Header("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s"`, want))
+		return principal{}, pipeline.Errorf(pipeline.Forbidden, "the token's scope claim does not contain %s, the scope %s is registered with", want, p)
+	}
+	return p, nil
 }
 
 func portfolioOf(c *gin.Context) pipeline.Portfolio {
@@ -91,16 +203,16 @@ func (s *Server) limiter(keyID string) *rate.Limiter {
 	return l
 }
 
-// rateLimit applies a token bucket per API key; it runs after authentication
+// rateLimit applies a token bucket per principal (key or token client); it
+// runs after authentication
 // so that one client's burst never throttles another.
 func (s *Server) rateLimit(c *gin.Context) {
 	if s.cfg.RatePerSecond <= 0 {
 		c.Next()
 		return
 	}
-	key := c.MustGet(ctxKey).(pipeline.APIKey)
 	now := s.now()
-	r := s.limiter(key.ID).ReserveN(now, 1)
+	r := s.limiter(principalOf(c).ID).ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
 		secs := max(1, int(math.Ceil(d.Seconds())))

@@ -55,8 +55,13 @@ func (s *Server) fail(c *gin.Context, err error) {
 	default:
 		kind := pipeline.KindOf(err)
 		status := statusOf[kind]
-		if kind == pipeline.Unavailable {
+		if kind == pipeline.Unavailable && c.Writer.Header().Get("Retry-After") == "" {
 			c.Header("Retry-After", s.retryAfter())
+		}
+		// RFC 9110 asks every 401 to carry a challenge; the authentication
+		// middleware sets the specific ones of RFC 6750.
+		if kind == pipeline.Unauthorized && c.Writer.Header().Get("WWW-Authenticate") == "" {
+			c.Header("WWW-Authenticate", challengePlain)
 		}
 		if kind == pipeline.Internal {
 			s.log.ErrorContext(c.Request.Context(), "request failed", slog.String("route", c.FullPath()), slog.Any("err", err))

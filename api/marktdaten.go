@@ -62,8 +62,7 @@ func (s *Server) postQuellstand(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	key := c.MustGet(ctxKey).(pipeline.APIKey)
-	res, err := s.deps.Marktdaten.PutSnapshot(c.Request.Context(), body, key.ID)
+	res, err := s.deps.Marktdaten.PutSnapshot(c.Request.Context(), body, principalOf(c).ID)
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -175,13 +175,13 @@ func (s *Server) commandDay(c *gin.Context, stage pipeline.Stage, problems *[]in
 // filters ("" for all) and, where one portfolio is meant (required), must be
 // given.
 func scopedPortfolio(c *gin.Context, required bool, problems *[]ingest.Problem) (string, error) {
-	key := c.MustGet(ctxKey).(pipeline.APIKey)
+	p := principalOf(c)
 	raw, given := c.GetQuery("portfolio")
-	if key.PortfolioID != "" {
-		if given && raw != key.PortfolioID {
-			return "", pipeline.Errorf(pipeline.Forbidden, "key %s may read portfolio %s only", key.ID, key.PortfolioID)
+	if p.PortfolioID != "" {
+		if given && raw != p.PortfolioID {
+			return "", pipeline.Errorf(pipeline.Forbidden, "%s may read portfolio %s only", p, p.PortfolioID)
 		}
-		return key.PortfolioID, nil
+		return p.PortfolioID, nil
 	}
 	switch {
 	case required && !given:

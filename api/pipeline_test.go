@@ -426,7 +426,7 @@ func TestPipelineCredentials(t *testing.T) {
 		want              int
 		detail            string
 	}{
-		{"", "GET", "/v1/process/positions?day=2026-11-24", 401, "missing API key: send it in the X-API-Key header"},
+		{"", "GET", "/v1/process/positions?day=2026-11-24", 401, "missing credential: send an API key in the X-API-Key header or an access token as Authorization: Bearer"},
 		{"nobody", "GET", "/v1/process/positions?day=2026-11-24", 401, "invalid API key"},
 		{"process", "GET", "/v1/process/positions?day=2026-11-24", 200, ""},
 		{"process", "GET", "/v1/process/positions?day=2026-11-24&portfolio=p2", 200, ""},
@@ -454,7 +454,7 @@ func TestPipelineCredentials(t *testing.T) {
 		{"report1", "POST", "/v1/process/stages/aggregate", 403, "this endpoint needs a process key; key key_report1 has scope report"},
 		{"data1", "POST", "/v1/process/orchestrate", 403, "this endpoint needs a process key; key key_data1 has scope data"},
 		{"report1", "PUT", "/v1/process/trades?day=2026-11-24", 403, "this endpoint needs a process key; key key_report1 has scope report"},
-		{"", "POST", "/v1/process/stages/aggregate", 401, "missing API key: send it in the X-API-Key header"},
+		{"", "POST", "/v1/process/stages/aggregate", 401, "missing credential: send an API key in the X-API-Key header or an access token as Authorization: Bearer"},
 		{"report1", "GET", "/v1/console/events", 403, "this endpoint needs a process key; key key_report1 has scope report"},
 	}
 	for _, tt := range tests {

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
+	"github.com/schedbridge/schedbridge/api/bearer"
 	"github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -26,6 +27,17 @@ import (
 // Keys finds API keys by the hash of their secret.
 type Keys interface {
 	KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, error)
+}
+
+// Tokens verifies the access tokens of machine clients (api/bearer over the
+// registry of issuers).
+type Tokens interface {
+	Verify(ctx context.Context, raw string) (bearer.Token, error)
+}
+
+// TokenClients finds the registration of a token's client.
+type TokenClients interface {
+	ActiveTokenClient(ctx context.Context, issuer, clientID string) (pipeline.TokenClient, error)
 }
 
 // Portfolios reads portfolios.
@@ -57,11 +69,15 @@ type Pinger interface {
 
 // Deps are the adapters the API acts through.
 type Deps struct {
-	Keys       Keys
-	Portfolios Portfolios
-	Staging    Staging
-	Audit      Audit
-	DB         Pinger
+	Keys Keys
+	// Tokens and TokenClients accept bearer access tokens of registered
+	// issuers; nil refuses every token with 401.
+	Tokens       Tokens
+	TokenClients TokenClients
+	Portfolios   Portfolios
+	Staging      Staging
+	Audit        Audit
+	DB           Pinger
 	// The inbox report, the console feed and the bucket-event wake-up; nil
 	// fields leave their routes answering 503.
 	InboxFiles  InboxFiles
@@ -301,8 +317,12 @@ func (s *Server) observe(c *gin.Context) {
 		slog.String("method", c.Request.Method), slog.String("route", route), slog.Int("status", code),
 		slog.Duration("duration", time.Since(start)), slog.Int64("bytes_in", c.Request.ContentLength),
 	}
-	if k, ok := c.Get(ctxKey); ok {
-		attrs = append(attrs, slog.String("key_id", k.(pipeline.APIKey).ID))
+	if v, ok := c.Get(ctxPrincipal); ok {
+		if p := v.(principal); p.isClient() {
+			attrs = append(attrs, slog.String("issuer", p.Issuer), slog.String("client_id", p.ClientID))
+		} else {
+			attrs = append(attrs, slog.String("key_id", p.ID))
+		}
 	}
 	level := slog.LevelInfo
 	switch {

@@ -22,8 +22,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -381,4 +383,50 @@ func (v *Verifier) source(jwksURI string) *keySource {
 		v.sources[jwksURI] = s
 	}
 	return s
+}
+
+// Discover reads an issuer's OpenID Connect discovery document and returns
+// its JWKS URI. The document must name the issuer exactly as registered,
+// as OpenID Connect Discovery section 4.3 demands, so that a typo or a
+// proxy's rewrite is caught when the issuer is added, not at the first
+// token.
+func Discover(ctx context.Context, client *http.Client, issuer string) (string, error) {
+	if err := pipeline.CheckIssuerURL(issuer); err != nil {
+		return "", err
+	}
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	u := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", pipeline.Errorf(pipeline.Invalid, "issuer %s: %v", issuer, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return "", pipeline.Errorf(pipeline.Unavailable, "discovery of issuer %s: %v", issuer, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return "", pipeline.Errorf(pipeline.Invalid, "discovery of issuer %s: GET %s answered %s", issuer, u, res.Status)
+	}
+	var doc struct {
+		Issuer  string `json:"issuer"`
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&doc); err != nil {
+		return "", pipeline.Errorf(pipeline.Invalid, "discovery of issuer %s: %v", issuer, err)
+	}
+	if doc.Issuer != issuer {
+		return "", pipeline.Errorf(pipeline.Invalid, "discovery of issuer %s: the document names the issuer %q; register exactly that URL", issuer, doc.Issuer)
+	}
+	ju, err := url.Parse(doc.JWKSURI)
+	if err != nil || doc.JWKSURI == "" {
+		return "", pipeline.Errorf(pipeline.Invalid, "discovery of issuer %s: no usable jwks_uri", issuer)
+	}
+	if ju.Scheme != "https" && (ju.Scheme != "http" || !pipeline.IsLoopbackHost(ju.Hostname())) {
+		return "", pipeline.Errorf(pipeline.Invalid, "discovery of issuer %s: jwks_uri %s is not https", issuer, doc.JWKSURI)
+	}
+	return doc.JWKSURI, nil
 }

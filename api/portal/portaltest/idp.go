@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,31 @@ type IdPOptions struct {
 	Web      WebClient
 	Native   NativeClient
 	Accounts []Account
+	// Machines are clients of the client-credentials grant, and Resources
+	// the resource servers (audiences) they get access tokens for.
+	Machines  []MachineClient
+	Resources []ResourceServer
+	// Port is the loopback port to bind; 0 lets the kernel choose. A test
+	// that restarts the IdP under the same issuer passes the port of the
+	// first start.
+	Port int
+}
+
+// MachineClient is a confidential client of the client-credentials grant
+// (client_secret_basic): a machine client of the bridge.
+type MachineClient struct {
+	ID     string
+	Secret string
+}
+
+// ResourceServer is an API the IdP issues JWT access tokens for (RFC 8707
+// resource indicators, RFC 9068 tokens): Audience is the resource
+// parameter and the tokens' aud, Scopes the scope values a client may ask
+// for, TTL the tokens' lifetime (default 300 s).
+type ResourceServer struct {
+	Audience string
+	Scopes   []string
+	TTL      time.Duration
 }
 
 // WebClient is a confidential client: the portal's web back end, which
@@ -69,7 +95,15 @@ type IdP struct {
 	// Issuer is the provider's issuer URL, http://127.0.0.1:<port>; its
 	// discovery document is at Issuer + "/.well-known/openid-configuration".
 	Issuer string
+	// Port is the port of Issuer.
+	Port int
+
+	proc *process
 }
+
+// Stop stops the IdP before the test ends, to restart it (with a new
+// signing key) or to make it unreachable.
+func (p *IdP) Stop() { p.proc.stop() }
 
 // StartIdP starts deploy/dev/portal/idp.mjs with o on a free loopback port
 // and stops it when the test ends.
@@ -92,7 +126,7 @@ func StartIdP(tb testing.TB, o IdPOptions) *IdP {
 	// Port 0: idp.mjs binds a port the kernel chooses and names it in its
 	// READY line, so no other process can take the port in between.
 	p, err := startProcess(tb, "idp", node, dir, []string{"NODE_PATH=" + modules},
-		script, "--port", "0", "--config", cfgPath)
+		script, "--port", strconv.Itoa(o.Port), "--config", cfgPath)
 	if err != nil {
 		tb.Fatalf("portaltest: %v", err)
 	}
@@ -101,7 +135,11 @@ func StartIdP(tb testing.TB, o IdPOptions) *IdP {
 		select {
 		case line := <-p.lines:
 			if issuer, ok := strings.CutPrefix(line, "READY "); ok {
-				return &IdP{Issuer: strings.TrimSpace(issuer)}
+				idp := &IdP{Issuer: strings.TrimSpace(issuer), proc: p}
+				if u, err := url.Parse(idp.Issuer); err == nil {
+					idp.Port, _ = strconv.Atoi(u.Port())
+				}
+				return idp
 			}
 		case <-p.exited:
 			tb.Fatalf("portaltest: idp %v: %s", errExited, p.output())
@@ -139,13 +177,31 @@ func idpConfig(o IdPOptions) map[string]any {
 			"grant_types":                []string{"authorization_code"},
 		})
 	}
+	for _, m := range o.Machines {
+		clients = append(clients, map[string]any{
+			"client_id":                  m.ID,
+			"client_secret":              m.Secret,
+			"token_endpoint_auth_method": "client_secret_basic",
+			"response_types":             []string{},
+			"grant_types":                []string{"client_credentials"},
+			"redirect_uris":              []string{},
+		})
+	}
+	resources := map[string]any{}
+	for _, r := range o.Resources {
+		ttl := r.TTL
+		if ttl == 0 {
+			ttl = 300 * time.Second
+		}
+		resources[r.Audience] = map[string]any{"scope": strings.Join(r.Scopes, " "), "ttl": int(ttl.Seconds())}
+	}
 	accounts := []map[string]any{}
 	for _, a := range o.Accounts {
 		accounts = append(accounts, map[string]any{
 			"sub": a.Subject, "email": a.Email, "email_verified": a.EmailVerified, "name": a.Name,
 		})
 	}
-	return map[string]any{"clients": clients, "accounts": accounts}
+	return map[string]any{"clients": clients, "accounts": accounts, "resources": resources}
 }
 
 func nonNil(s []string) []string {
@@ -372,4 +428,36 @@ func pageText(page []byte) string {
 	}
 	walk(doc)
 	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+// ClientCredentials asks the IdP's token endpoint for an access token as a
+// machine client does (RFC 6749 section 4.4, client_secret_basic, with an
+// RFC 8707 resource). It returns the HTTP status and the token or the
+// error the IdP answered.
+func (p *IdP) ClientCredentials(tb testing.TB, clientID, secret, resource, scope string) (status int, token, errCode string) {
+	tb.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "scope": {scope}}
+	if resource != "" {
+		form.Set("resource", resource)
+	}
+	req, err := http.NewRequest(http.MethodPost, p.Issuer+"/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth(url.QueryEscape(clientID), url.QueryEscape(secret))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatalf("portaltest: token request: %v", err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		Error       string `json:"error"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&out); err != nil {
+		tb.Fatalf("portaltest: token answer: %v", err)
+	}
+	return res.StatusCode, out.AccessToken, out.Error
 }

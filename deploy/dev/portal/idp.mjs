@@ -19,11 +19,20 @@
 //        "redirect_uris": ["de.schedbridge.portal:/callback"]} ],
 //     "accounts": [ {"sub": "u1", "email": "a@example.test",
 //                    "email_verified": true, "name": "A"} ],
-//     "ttl": { optional overrides in seconds, e.g. "AuthorizationCode": 60 }
+//     "ttl": { optional overrides in seconds, e.g. "AuthorizationCode": 60 },
+//     "resources": { resource servers for machine clients, by audience, e.g.
+//       "https://schedbridge.test": {"scope": "schedbridge:data schedbridge:process",
+//                                    "ttl": 300} }
 //   }
 // Clients get response_types ["code"] and grant_types
 // ["authorization_code"] unless they say otherwise; PKCE (S256) is required
-// of every client.
+// of every client that uses the authorization code.
+//
+// Machine clients (grant_types ["client_credentials"], response_types [])
+// get access tokens for a resource server named by the "resource"
+// parameter (RFC 8707): JWTs after RFC 9068 (typ at+jwt, RS256), whose aud
+// is the resource and whose scope is what the client asked for within the
+// resource server's scopes. An unknown resource is refused (invalid_target).
 //
 // Logins: GET /interaction/<uid> shows a form with the fields "login" and
 // "password"; "login" is an account's sub or email (email case-insensitive)
@@ -38,7 +47,7 @@ import { parseArgs } from 'node:util';
 
 import { importPackage } from './npm.mjs';
 
-const { default: Provider } = await importPackage('oidc-provider');
+const { default: Provider, errors } = await importPackage('oidc-provider');
 
 const { values: args } = parseArgs({
   options: {
@@ -50,6 +59,7 @@ const { values: args } = parseArgs({
 
 const config = args.config ? JSON.parse(readFileSync(args.config, 'utf8')) : {};
 const accounts = config.accounts ?? [];
+const resources = config.resources ?? {};
 
 // findLogin resolves what a person types into the login field.
 function findLogin(login) {
@@ -149,7 +159,28 @@ server.listen(Number(args.port), '127.0.0.1', () => {
     // public IdPs put them there), so the test IdP does too.
     conformIdTokenClaims: false,
     pkce: { required: () => true },
-    features: { devInteractions: { enabled: false } },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        // Without a resource parameter a token is for the userinfo
+        // endpoint, as before; machine clients name their resource.
+        defaultResource: () => undefined,
+        useGrantedResource: () => true,
+        async getResourceServerInfo(ctx, resourceIndicator) {
+          const r = resources[resourceIndicator];
+          if (!r) throw new errors.InvalidTarget();
+          return {
+            scope: r.scope ?? '',
+            audience: resourceIndicator,
+            accessTokenTTL: r.ttl ?? 300,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'RS256' } },
+          };
+        },
+      },
+    },
     cookies: { keys: [randomBytes(32).toString('hex')] },
     ttl: {
       AccessToken: 600,
