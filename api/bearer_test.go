@@ -68,18 +68,29 @@ func tokenOf(t *testing.T, idp *portaltest.IdP, client, resource, scope string) 
 // starts there, so that nothing depends on the wall time of the run.
 func issuedAt(t *testing.T, tok string) time.Time {
 	t.Helper()
-	parts := strings.Split(tok, ".")
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	iat, err := tokenIssuedAt(tok)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return iat
+}
+
+func tokenIssuedAt(tok string) (time.Time, error) {
+	parts := strings.Split(tok, ".")
+	if len(parts) != 3 {
+		return time.Time{}, fmt.Errorf("not a JWT")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, err
 	}
 	var c struct {
 		Iat int64 `json:"iat"`
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
-		t.Fatal(err)
+		return time.Time{}, err
 	}
-	return time.Unix(c.Iat, 0).UTC()
+	return time.Unix(c.Iat, 0).UTC(), nil
 }
 
 // testClock is the verifier's injected clock.
@@ -128,10 +139,11 @@ func registerClients(t *testing.T, db *sqldb.DB, issuer string) {
 }
 
 // bearerServer wires a server that accepts tokens, with the verifier on
-// clk.
-func bearerServer(t *testing.T, f *fixture, clk *testClock, cfg api.Config) *api.Server {
+// clk; remember is the verifier's Remember (0 for the default).
+func bearerServer(t testing.TB, f *fixture, clk *testClock, cfg api.Config, remember int) *api.Server {
 	t.Helper()
-	v, err := bearer.New(context.Background(), f.db, bearer.Config{Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	v, err := bearer.New(context.Background(), f.db, bearer.Config{Now: clk.Now, Remember: remember,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +182,7 @@ func TestBearerTokens(t *testing.T) {
 			t.Fatal(err)
 		}
 		clk := &testClock{t: iat.Add(time.Second)}
-		f.srv = bearerServer(t, f, clk, api.Config{})
+		f.srv = bearerServer(t, f, clk, api.Config{}, 0)
 		with := func(token, method, path string, body []byte) response {
 			return f.do(method, path, body, "Authorization", "Bearer "+token)
 		}
@@ -275,7 +287,7 @@ func TestBearerTokens(t *testing.T) {
 
 		// The rate limit is per principal: one client's burst does not
 		// throttle another, and a token client is limited like a key.
-		limited := bearerServer(t, f, clk, api.Config{RatePerSecond: 1, RateBurst: 2})
+		limited := bearerServer(t, f, clk, api.Config{RatePerSecond: 1, RateBurst: 2}, 0)
 		codes := []int{}
 		for range 3 {
 			req := f.request("GET", "/v1/forecasts/"+day, nil, "Authorization", "Bearer "+tok["trader"])
@@ -299,7 +311,7 @@ func TestBearerKeyRotation(t *testing.T) {
 	old := tokenOf(t, idp, "trader", audience, "schedbridge:data")
 	iat := issuedAt(t, old)
 	clk := &testClock{t: iat.Add(time.Second)}
-	f.srv = bearerServer(t, f, clk, api.Config{})
+	f.srv = bearerServer(t, f, clk, api.Config{}, 0)
 	get := func(tok string) response {
 		return f.do("GET", "/v1/master-data/01234567890", nil, "Authorization", "Bearer "+tok)
 	}
@@ -339,7 +351,7 @@ func TestBearerKeysUnavailable(t *testing.T) {
 	tok := tokenOf(t, idp, "trader", audience, "schedbridge:data")
 	idp.Stop()
 	clk := &testClock{t: issuedAt(t, tok).Add(time.Second)}
-	f.srv = bearerServer(t, f, clk, api.Config{})
+	f.srv = bearerServer(t, f, clk, api.Config{}, 0)
 	r := f.do("GET", "/v1/master-data/01234567890", nil, "Authorization", "Bearer "+tok)
 	if r.code != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "cannot be fetched") {
 		t.Errorf("issuer down: %d %q %s", r.code, r.header.Get("Retry-After"), r.body)

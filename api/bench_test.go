@@ -2,12 +2,17 @@ package api_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http/httptest"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/api/bearer"
+	"github.com/schedbridge/schedbridge/api/portal/portaltest"
+	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
 
@@ -76,5 +81,69 @@ func BenchmarkForecastSmall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkAuthentication compares one request authenticated by an access
+// token (signature check with the cached keys of the issuer, claim checks,
+// the lookups of issuer and client registration) with the same request
+// authenticated by an API key, on each backend. The route is the cheapest
+// authenticated one, the console's event feed, so that the difference is
+// the authentication.
+func BenchmarkAuthentication(b *testing.B) {
+	idp := portaltest.StartIdP(b, portaltest.IdPOptions{
+		Machines:  []portaltest.MachineClient{{ID: "ops", Secret: "secret-ops"}},
+		Resources: []portaltest.ResourceServer{{Audience: audience, Scopes: allScopes}},
+	})
+	status, tok, code := idp.ClientCredentials(b, "ops", "secret-ops", audience, "schedbridge:process")
+	if status != 200 {
+		b.Fatalf("token: %d %s", status, code)
+	}
+	for _, d := range sqltest.Backends {
+		f := newFixture(b, d, api.Config{})
+		ctx := context.Background()
+		jwks, err := bearer.Discover(ctx, nil, idp.Issuer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.db.PutTokenIssuer(ctx, pipeline.TokenIssuer{URL: idp.Issuer, Audience: audience, JWKSURI: jwks}, now); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.db.CreateTokenClient(ctx, pipeline.TokenClient{ID: "cli_ops", Issuer: idp.Issuer, ClientID: "ops",
+			Scope: pipeline.ScopeProcess, CreatedAt: now}); err != nil {
+			b.Fatal(err)
+		}
+		iat, err := tokenIssuedAt(tok)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clk := &testClock{t: iat.Add(time.Second)}
+		srv := bearerServer(b, f, clk, api.Config{}, 0)
+		// Without the memory of verified tokens, every request runs the
+		// signature and claim checks: the first request of each token.
+		forgetful := bearerServer(b, f, clk, api.Config{}, -1)
+		for _, cred := range []struct {
+			name, header, value string
+			srv                 *api.Server
+		}{
+			{"key", "X-API-Key", f.keys["process"], srv},
+			{"bearer", "Authorization", "Bearer " + tok, srv},
+			{"bearer-first-use", "Authorization", "Bearer " + tok, forgetful},
+		} {
+			srv := cred.srv
+			b.Run(string(d)+"/"+cred.name, func(b *testing.B) {
+				req := f.request("GET", "/v1/console/events", nil, cred.header, cred.value)
+				if r := serve(srv, req); r.code != 200 { // warms the key cache
+					b.Fatalf("%d %s", r.code, r.body)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if r := serve(srv, f.request("GET", "/v1/console/events", nil, cred.header, cred.value)); r.code != 200 {
+						b.Fatalf("%d %s", r.code, r.body)
+					}
+				}
+			})
+		}
 	}
 }

@@ -19,6 +19,7 @@ package bearer
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/lestrrat-go/httprc/v3"
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
@@ -65,7 +67,10 @@ type Config struct {
 	// MinRefresh and MaxRefresh bound the background refresh of cached key
 	// sets (defaults 5 minutes and 1 hour).
 	MinRefresh, MaxRefresh time.Duration
-	Logger                 *slog.Logger
+	// Remember is how many verified tokens are remembered until they
+	// expire (default 10,000); a negative value remembers none.
+	Remember int
+	Logger   *slog.Logger
 }
 
 // Token is what the API needs of a verified access token.
@@ -98,6 +103,15 @@ type Verifier struct {
 
 	mu      sync.Mutex
 	sources map[string]*keySource // per JWKS URI
+
+	// verified remembers tokens that passed every check, by the SHA-256
+	// of the token, until they expire: a machine client sends the same
+	// token for its whole lifetime, and the signature and claim checks
+	// cost more than the rest of a small request (docs/benchmarks.md).
+	// Revocation is unaffected, because the API reads the client's
+	// registration on every request; removing an issuer revokes its
+	// clients.
+	verified *lru.Cache[[sha256.Size]byte, Token]
 }
 
 // New starts the key cache; it lives until ctx ends or Close is called.
@@ -123,11 +137,22 @@ func New(ctx context.Context, issuers Issuers, cfg Config) (*Verifier, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Remember == 0 {
+		cfg.Remember = 10000
+	}
+	v := &Verifier{issuers: issuers, cfg: cfg, log: cfg.Logger, sources: map[string]*keySource{}}
+	if cfg.Remember > 0 {
+		var err error
+		if v.verified, err = lru.New[[sha256.Size]byte, Token](cfg.Remember); err != nil {
+			return nil, fmt.Errorf("token memory: %w", err)
+		}
+	}
 	cache, err := jwk.NewCache(ctx, httprc.NewClient())
 	if err != nil {
 		return nil, fmt.Errorf("start key cache: %w", err)
 	}
-	return &Verifier{issuers: issuers, cfg: cfg, cache: cache, log: cfg.Logger, sources: map[string]*keySource{}}, nil
+	v.cache = cache
+	return v, nil
 }
 
 // Close stops the key cache's workers.
@@ -158,6 +183,26 @@ func invalid(format string, args ...any) error {
 // expired, foreign or unregistered; Unavailable when the issuer's keys
 // cannot be fetched and none are cached.
 func (v *Verifier) Verify(ctx context.Context, raw string) (Token, error) {
+	if v.verified == nil {
+		return v.verify(ctx, raw)
+	}
+	sum := sha256.Sum256([]byte(raw))
+	if tok, ok := v.verified.Get(sum); ok {
+		if !v.cfg.Now().After(tok.Expiry.Add(MaxSkew)) {
+			return tok, nil
+		}
+		v.verified.Remove(sum)
+		return Token{}, invalid("the token has expired (exp, %s of skew allowed)", MaxSkew)
+	}
+	tok, err := v.verify(ctx, raw)
+	if err == nil {
+		v.verified.Add(sum, tok)
+	}
+	return tok, err
+}
+
+// verify runs every check of a token not seen before.
+func (v *Verifier) verify(ctx context.Context, raw string) (Token, error) {
 	// Compact serialisation only: three base64url parts. jws.Parse would
 	// also take the JSON serialisation, which no access token uses.
 	if strings.Count(raw, ".") != 2 {

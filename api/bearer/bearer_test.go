@@ -389,3 +389,58 @@ func TestKeysUnavailable(t *testing.T) {
 		t.Fatalf("issuer down, keys cached: %v", err)
 	}
 }
+
+// countingRegistry counts issuer lookups.
+type countingRegistry struct {
+	registry
+	n atomic.Int64
+}
+
+func (r *countingRegistry) TokenIssuer(ctx context.Context, url string) (pipeline.TokenIssuer, error) {
+	r.n.Add(1)
+	return r.registry.TokenIssuer(ctx, url)
+}
+
+// TestRemember: a token that passed is remembered until it expires, so
+// its checks run once; after exp (plus skew) it is refused like any
+// expired token, remembered or not.
+func TestRemember(t *testing.T) {
+	is := newIssuer(t)
+	k := is.addKey(t, jwa.RS256(), "k")
+	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
+	c := &clock{t: t0}
+	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	tok := sign(t, claims(is.url()), jwa.RS256(), k, "at+jwt")
+	for range 3 {
+		if got, err := v.Verify(ctx, tok); err != nil || got.ClientID != "trader" {
+			t.Fatalf("verify: %+v, %v", got, err)
+		}
+	}
+	if n := reg.n.Load(); n != 1 {
+		t.Errorf("issuer lookups: %d, want 1", n)
+	}
+	// A token refused is not remembered: every try is checked.
+	bad := sign(t, with(claims(is.url()), "aud", "https://elsewhere"), jwa.RS256(), k, "at+jwt")
+	for range 2 {
+		if _, err := v.Verify(ctx, bad); pipeline.KindOf(err) != pipeline.Unauthorized {
+			t.Fatalf("bad token: %v", err)
+		}
+	}
+	if n := reg.n.Load(); n != 3 {
+		t.Errorf("issuer lookups after two refusals: %d, want 3", n)
+	}
+	c.Add(5*time.Minute + 61*time.Second)
+	if _, err := v.Verify(ctx, tok); pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), "has expired") {
+		t.Errorf("remembered token after expiry: %v", err)
+	}
+}
+
+func with(c map[string]any, k string, v any) map[string]any {
+	c[k] = v
+	return c
+}

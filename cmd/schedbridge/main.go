@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/api/bearer"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -43,6 +44,12 @@ Commands:
   key create --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
   key list [--json]
   key revoke ID
+  issuer add URL --audience AUD          trust the access tokens of an OAuth 2.0 issuer (discovery via
+                                         URL/.well-known/openid-configuration; https, or http on loopback)
+  issuer list [--json] | issuer remove URL
+  client add --issuer URL --client-id ID --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
+                                         register a machine client; its tokens need schedbridge:<scope>
+  client list [--json] | client revoke --issuer URL --client-id ID
   inbox put FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]
   inbox scan                             process the files waiting in the inbox once, then exit
   run forecast|aggregate|open-position|schedules|kalkulation|chain [--day YYYY-MM-DD]
@@ -107,6 +114,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		err = a.portfolio(ctx, rest)
 	case "key":
 		err = a.key(ctx, rest)
+	case "issuer":
+		err = a.issuer(ctx, rest)
+	case "client":
+		err = a.client(ctx, rest)
 	case "inbox":
 		err = a.inbox(ctx, rest)
 	case "run":
@@ -317,11 +328,7 @@ func (a *app) key(ctx context.Context, args []string) error {
 	case "list":
 		return listCmd(ctx, a, "key list", args[1:], (*sqldb.DB).Keys,
 			"ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED", func(k pipeline.APIKey) []string {
-				revoked := "-"
-				if k.RevokedAt != nil {
-					revoked = k.RevokedAt.Format(time.RFC3339)
-				}
-				return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339), revoked}
+				return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339), timeOrDash(k.RevokedAt)}
 			})
 	case "revoke":
 		if len(args) != 2 {
@@ -397,7 +404,14 @@ func (a *app) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
+	// Machine clients' access tokens: the verifier keeps the registered
+	// issuers' keys cached for the life of the process, through the drain.
+	tokens, err := bearer.New(context.WithoutCancel(ctx), db, bearer.Config{Now: a.now, Logger: a.log})
+	if err != nil {
+		return err
+	}
+	defer tokens.Close()
+	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db, Tokens: tokens, TokenClients: db,
 		InboxFiles: db, InboxBucket: bucket, Events: db, Runner: runner, Results: db, Trades: db}
 	// The scheduler fires the stages on cron on the one process that holds
 	// the leader lock; it stops with the process.
