@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/api/bearer"
 	"github.com/schedbridge/schedbridge/api/portal/portaltest"
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
@@ -93,19 +93,6 @@ func tokenIssuedAt(tok string) (time.Time, error) {
 	return time.Unix(c.Iat, 0).UTC(), nil
 }
 
-// testClock is the verifier's injected clock.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 // registerIssuer registers idp with our audience, by discovery as the
 // CLI does.
 func registerIssuer(t *testing.T, db *sqldb.DB, idp *portaltest.IdP) {
@@ -140,7 +127,7 @@ func registerClients(t *testing.T, db *sqldb.DB, issuer string) {
 
 // bearerServer wires a server that accepts tokens, with the verifier on
 // clk; remember is the verifier's Remember (0 for the default).
-func bearerServer(t testing.TB, f *fixture, clk *testClock, cfg api.Config, remember int) *api.Server {
+func bearerServer(t testing.TB, f *fixture, clk *clocktest.Clock, cfg api.Config, remember int) *api.Server {
 	t.Helper()
 	v, err := bearer.New(context.Background(), f.db, bearer.Config{Now: clk.Now, Remember: remember,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -181,7 +168,7 @@ func TestBearerTokens(t *testing.T) {
 		if err := f.db.RevokeTokenClient(ctx, idp.Issuer, "revoked", now); err != nil {
 			t.Fatal(err)
 		}
-		clk := &testClock{t: iat.Add(time.Second)}
+		clk := clocktest.New(iat.Add(time.Second))
 		f.srv = bearerServer(t, f, clk, api.Config{}, 0)
 		with := func(token, method, path string, body []byte) response {
 			return f.do(method, path, body, "Authorization", "Bearer "+token)
@@ -310,7 +297,7 @@ func TestBearerKeyRotation(t *testing.T) {
 	registerClients(t, f.db, idp.Issuer)
 	old := tokenOf(t, idp, "trader", audience, "schedbridge:data")
 	iat := issuedAt(t, old)
-	clk := &testClock{t: iat.Add(time.Second)}
+	clk := clocktest.New(iat.Add(time.Second))
 	f.srv = bearerServer(t, f, clk, api.Config{}, 0)
 	get := func(tok string) response {
 		return f.do("GET", "/v1/master-data/01234567890", nil, "Authorization", "Bearer "+tok)
@@ -356,7 +343,7 @@ func TestBearerKeysUnavailable(t *testing.T) {
 	registerClients(t, f.db, idp.Issuer)
 	tok := tokenOf(t, idp, "trader", audience, "schedbridge:data")
 	idp.Stop()
-	clk := &testClock{t: issuedAt(t, tok).Add(time.Second)}
+	clk := clocktest.New(issuedAt(t, tok).Add(time.Second))
 	f.srv = bearerServer(t, f, clk, api.Config{}, 0)
 	r := f.do("GET", "/v1/master-data/01234567890", nil, "Authorization", "Bearer "+tok)
 	if r.code != 503 || r.header.Get("Retry-After") == "" || !strings.Contains(string(r.body), "cannot be fetched") {

@@ -12,6 +12,7 @@ import (
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/api/bearer"
 	"github.com/schedbridge/schedbridge/api/portal/portaltest"
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
@@ -117,7 +118,7 @@ func BenchmarkAuthentication(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		clk := &testClock{t: iat.Add(time.Second)}
+		clk := clocktest.New(iat.Add(time.Second))
 		srv := bearerServer(b, f, clk, api.Config{}, 0)
 		// Without the memory of verified tokens, every request runs the
 		// signature and claim checks: the first request of each token.

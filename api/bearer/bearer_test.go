@@ -26,23 +26,11 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 
 	"github.com/schedbridge/schedbridge/api/bearer"
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
 var t0 = time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
-
-// clock is the injected clock of a test.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // issuer is a key set served over HTTP, as an authorization server
 // publishes it; keys can be rotated and the server made to fail.
@@ -184,7 +172,7 @@ func hdrOf(t *testing.T, m map[string]any) jws.Headers {
 	return h
 }
 
-func newVerifier(t *testing.T, reg registry, c *clock) *bearer.Verifier {
+func newVerifier(t *testing.T, reg registry, c *clocktest.Clock) *bearer.Verifier {
 	t.Helper()
 	v, err := bearer.New(context.Background(), reg, bearer.Config{
 		Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -267,7 +255,7 @@ func TestVerify(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &clock{t: t0.Add(tc.advance)}
+			c := clocktest.New(t0.Add(tc.advance))
 			v := newVerifier(t, reg, c)
 			raw := tc.token()
 			tok, err := v.Verify(context.Background(), raw)
@@ -310,7 +298,7 @@ func TestKeyRotation(t *testing.T) {
 	is := newIssuer(t)
 	k1 := is.addKey(t, jwa.RS256(), "k1")
 	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	v := newVerifier(t, reg, c)
 	ctx := context.Background()
 	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k1, "at+jwt")); err != nil {
@@ -366,7 +354,7 @@ func TestKeysUnavailable(t *testing.T) {
 	is := newIssuer(t)
 	k := is.addKey(t, jwa.ES256(), "k")
 	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	v := newVerifier(t, reg, c)
 	ctx := context.Background()
 	tok := sign(t, claims(is.url()), jwa.ES256(), k, "at+jwt")
@@ -408,7 +396,7 @@ func TestRemember(t *testing.T) {
 	is := newIssuer(t)
 	k := is.addKey(t, jwa.RS256(), "k")
 	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

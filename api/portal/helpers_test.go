@@ -24,24 +24,12 @@ import (
 
 	portalapi "github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/api/portal/portaltest"
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/portal"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
-
-// clock is the injected time of a test; it moves only when told to.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // logBuf collects the server's log lines, to prove no secret is logged.
 type logBuf struct {
@@ -60,7 +48,7 @@ type env struct {
 	srv     *httptest.Server
 	h       *portalapi.Handler
 	db      *sqldb.DB
-	clock   *clock
+	clock   *clocktest.Clock
 	logs    *logBuf
 	idp     *portaltest.IdP
 	mail    *portaltest.MailDev
@@ -118,7 +106,7 @@ func listen(t *testing.T) net.Listener {
 func newEnv(t *testing.T, d sqldb.Dialect, ln net.Listener, idp *portaltest.IdP, mail *portaltest.MailDev, insecure bool) *env {
 	t.Helper()
 	db := sqltest.Open(t, d)
-	e := &env{t: t, db: db, clock: &clock{t: time.Date(2026, 11, 23, 9, 0, 0, 0, pipeline.Berlin)}, logs: &logBuf{},
+	e := &env{t: t, db: db, clock: clocktest.New(time.Date(2026, 11, 23, 9, 0, 0, 0, pipeline.Berlin)), logs: &logBuf{},
 		idp: idp, mail: mail, secrets: &secrets{set: map[string]bool{}}, tag: string(d)}
 	e.base = "http://" + ln.Addr().String()
 	sso, err := portalapi.NewOIDC(portalapi.OIDCConfig{Issuer: idp.Issuer, ClientID: webClient, ClientSecret: webSecret,
@@ -131,7 +119,7 @@ func newEnv(t *testing.T, d sqldb.Dialect, ln net.Listener, idp *portaltest.IdP,
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.h = portalapi.New(portalapi.Config{BaseURL: e.base, InsecureCookies: insecure, Now: e.clock.now, Logger: log}, db, sso, mailer)
+	e.h = portalapi.New(portalapi.Config{BaseURL: e.base, InsecureCookies: insecure, Now: e.clock.Now, Logger: log}, db, sso, mailer)
 	gin.SetMode(gin.ReleaseMode)
 	g := gin.New()
 	g.HandleMethodNotAllowed = true
@@ -155,7 +143,7 @@ func newEnv(t *testing.T, d sqldb.Dialect, ln net.Listener, idp *portaltest.IdP,
 // new hire signing in by magic link) and an applicant without a record.
 func (e *env) seed() {
 	ctx := context.Background()
-	at := e.clock.now()
+	at := e.clock.Now()
 	must := func(err error) {
 		e.t.Helper()
 		if err != nil {

@@ -268,7 +268,7 @@ func (e *env) testEmployee(t *testing.T) {
 	if r := b.do("GET", "/api/v1/portal/certificates/"+itoa(id), nil); r.code != 200 || r.json(t)["type"] != "arbeitsbescheinigung" {
 		t.Errorf("certificate status: %d %s", r.code, r.body)
 	}
-	if _, err := e.db.SetCertificateStatus(context.Background(), id, "ausgestellt", e.clock.now()); err != nil {
+	if _, err := e.db.SetCertificateStatus(context.Background(), id, "ausgestellt", e.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if r := b.do("GET", "/api/v1/portal/certificates/"+itoa(id), nil); r.json(t)["status"] != "ausgestellt" {
@@ -359,7 +359,7 @@ func (e *env) testMagicLink(t *testing.T) {
 	}
 	// Expired after 15 minutes.
 	link = other.magicLink(e.addr("bewerberin"))
-	e.clock.add(15*time.Minute + time.Second)
+	e.clock.Add(15*time.Minute + time.Second)
 	wantStatus(t, "expired link", other.send("POST", "/api/auth/magic-link/redeem", map[string]string{"code": codeOf(link)}), 401, "unauthenticated")
 	wantStatus(t, "malformed code", other.send("POST", "/api/auth/magic-link/redeem", map[string]string{"code": "abc"}), 400, "invalid")
 	wantStatus(t, "malformed email", other.send("POST", "/api/auth/magic-link", map[string]string{"email": "not-an-address"}), 400, "invalid")
@@ -477,23 +477,23 @@ func (e *env) testLogoutExpiry(t *testing.T) {
 
 	// Idle: 29 minutes keep it, 30 end it.
 	b = e.signedIn(t)
-	e.clock.add(29 * time.Minute)
+	e.clock.Add(29 * time.Minute)
 	if b.session() == nil {
 		t.Fatal("ended before the idle time")
 	}
-	e.clock.add(30 * time.Minute)
+	e.clock.Add(30 * time.Minute)
 	if b.session() != nil {
 		t.Error("alive after 30 idle minutes")
 	}
 	// Absolute: used every 20 minutes, it still ends after 12 hours.
 	b = e.signedIn(t)
 	for range 35 {
-		e.clock.add(20 * time.Minute)
+		e.clock.Add(20 * time.Minute)
 		if b.session() == nil {
 			t.Fatal("ended before 12 hours")
 		}
 	}
-	e.clock.add(20 * time.Minute)
+	e.clock.Add(20 * time.Minute)
 	if b.session() != nil {
 		t.Error("alive after 12 hours")
 	}

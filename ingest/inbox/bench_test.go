@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/objstore/objtest"
@@ -104,7 +105,7 @@ func BenchmarkInboxMeteredCSV(b *testing.B) {
 			var peak float64
 			for range b.N {
 				b.StopTimer()
-				e := &env{db: sqltest.Open(b, d), clock: &clock{t: t0}}
+				e := &env{db: sqltest.Open(b, d), clock: clocktest.New(t0)}
 				bucket, err := objstore.NewS3(ctx, objtest.MinIO(b))
 				if err != nil {
 					b.Fatal(err)

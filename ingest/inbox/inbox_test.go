@@ -23,6 +23,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/objstore"
@@ -38,19 +39,6 @@ func TestMain(m *testing.M) {
 // t0 is a Berlin afternoon: processed files land under 2026-11-22.
 var t0 = time.Date(2026, 11, 22, 13, 0, 0, 0, time.UTC)
 
-// clock is the injected time; tests move it past leases.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // store is the same adapter the binary uses.
 type store struct{ *sqldb.DB }
 
@@ -63,7 +51,7 @@ type env struct {
 	db     *sqldb.DB
 	bucket objstore.Bucket
 	s3     *objstore.S3Config
-	clock  *clock
+	clock  *clocktest.Clock
 }
 
 type combo struct {
@@ -91,7 +79,7 @@ func eachCombo(t *testing.T, fn func(t *testing.T, e *env)) {
 func newEnv(t *testing.T, c combo) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{db: sqltest.Open(t, c.db), clock: &clock{t: t0}}
+	e := &env{db: sqltest.Open(t, c.db), clock: clocktest.New(t0)}
 	if c.minio {
 		cfg := objtest.MinIO(t)
 		b, err := objstore.NewS3(ctx, cfg)

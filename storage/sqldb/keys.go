@@ -72,15 +72,7 @@ func (db *DB) KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, erro
 
 // Keys lists all keys, oldest first.
 func (db *DB) Keys(ctx context.Context) ([]pipeline.APIKey, error) {
-	var rows []apiKeyRow
-	if err := db.bun.NewSelect().Model(&rows).Order("created_at", "id").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	out := make([]pipeline.APIKey, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
-	}
-	return out, nil
+	return listAll[apiKeyRow](ctx, db, "keys", "created_at", "id")
 }
 
 // RevokeKey marks a key revoked. Revoking twice keeps the first time.

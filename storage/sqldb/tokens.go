@@ -91,11 +91,17 @@ func (db *DB) TokenIssuer(ctx context.Context, url string) (pipeline.TokenIssuer
 
 // TokenIssuers lists every issuer, removed ones included, oldest first.
 func (db *DB) TokenIssuers(ctx context.Context) ([]pipeline.TokenIssuer, error) {
-	var rows []tokenIssuerRow
-	if err := db.bun.NewSelect().Model(&rows).Order("created_at", "url").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list issuers: %w", err)
+	return listAll[tokenIssuerRow](ctx, db, "issuers", "created_at", "url")
+}
+
+// listAll reads every row of a registry table in the order given and turns
+// the rows into domain values.
+func listAll[R interface{ domain() T }, T any](ctx context.Context, db *DB, what string, order ...string) ([]T, error) {
+	var rows []R
+	if err := db.bun.NewSelect().Model(&rows).Order(order...).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
 	}
-	out := make([]pipeline.TokenIssuer, len(rows))
+	out := make([]T, len(rows))
 	for i, r := range rows {
 		out[i] = r.domain()
 	}
@@ -188,15 +194,7 @@ func (db *DB) ActiveTokenClient(ctx context.Context, issuer, clientID string) (p
 // TokenClients lists every registration, revoked ones included, oldest
 // first.
 func (db *DB) TokenClients(ctx context.Context) ([]pipeline.TokenClient, error) {
-	var rows []tokenClientRow
-	if err := db.bun.NewSelect().Model(&rows).Order("created_at", "id").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list clients: %w", err)
-	}
-	out := make([]pipeline.TokenClient, len(rows))
-	for i, r := range rows {
-		out[i] = r.domain()
-	}
-	return out, nil
+	return listAll[tokenClientRow](ctx, db, "clients", "created_at", "id")
 }
 
 // RevokeTokenClient revokes the active registration of a client id of an
