@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -190,5 +191,102 @@ func TestOpenAPILinters(t *testing.T) {
 				t.Logf("warning: %s", w)
 			}
 		})
+	}
+}
+
+// clientCall is one line of deploy/dev/openapi/client.ts's output.
+type clientCall struct {
+	Call             string  `json:"call"`
+	Status           int     `json:"status"`
+	Result           string  `json:"result"`
+	InputHash        string  `json:"input_hash"`
+	Version          int     `json:"version"`
+	Values           int     `json:"values"`
+	Last             float64 `json:"last"`
+	Pending          *int    `json:"pending"`
+	PendingTruncated *bool   `json:"pending_truncated"`
+	Detail           string  `json:"detail"`
+}
+
+// TestOpenAPIClient generates TypeScript types from the served document
+// with openapi-typescript, as an integrator would, compiles
+// deploy/dev/openapi/client.ts against them and openapi-fetch with
+// tsc --strict, and runs it against the server: a forecast submitted with a
+// data key and read back, the inbox report with a process key, and the
+// data key refused there.
+func TestOpenAPIClient(t *testing.T) {
+	node, modules := portaltest.NodeModules(t, "openapi-typescript", openapiTypescriptVersion)
+	portaltest.NodeModules(t, "openapi-fetch", openapiFetchVersion)
+	portaltest.NodeModules(t, "typescript", typescriptVersion)
+
+	in := newInstance(t, sqldb.SQLite)
+	in.cli(0, "portfolio", "put", "acme", "--name", "ACME Energie", "--control-areas", "TenneT")
+	dataKey, _ := in.cli(0, "key", "create", "--scope", "data", "--portfolio", "acme")
+	processKey, _ := in.cli(0, "key", "create", "--scope", "process")
+	in.serve()
+	base := "http://" + in.addr
+
+	// The program and its settings next to the generated types, and the
+	// test's npm packages where tsc and node look for them.
+	dir := t.TempDir()
+	for _, name := range []string{"client.ts", "tsconfig.json", "package.json"} {
+		b, err := os.ReadFile(filepath.Join(openapiDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	// --default-non-nullable false: by default openapi-typescript makes a
+	// property with a default required, which is right for answers but
+	// wrong for request bodies, where the default is what the server
+	// assumes when the client leaves the field out (unit, malo_mapping).
+	if _, err := runNode(t, node, modules, dir, nil, filepath.Join(modules, "openapi-typescript", "bin", "cli.js"),
+		base+"/openapi.json", "--output", "schema.d.ts", "--default-non-nullable", "false"); err != nil {
+		t.Fatalf("openapi-typescript: %v", err)
+	}
+	if out, err := runNode(t, node, modules, dir, nil, filepath.Join(modules, "typescript", "bin", "tsc"), "-p", "tsconfig.json"); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, out)
+	}
+
+	// 2027-03-28 is the spring-forward day: 92 quarter-hours.
+	const day, intervals = "2027-03-28", 92
+	out, err := runNode(t, node, modules, dir, []string{
+		"BASE_URL=" + base, "DATA_KEY=" + strings.TrimSpace(dataKey), "PROCESS_KEY=" + strings.TrimSpace(processKey),
+		"DELIVERY_DAY=" + day, "INTERVALS=" + strconv.Itoa(intervals),
+	}, filepath.Join("out", "client.js"))
+	if err != nil {
+		t.Fatalf("client.js: %v\n%s", err, out)
+	}
+	t.Logf("client.js:\n%s", out)
+	var calls []clientCall
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var c clientCall
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("client.js printed %q: %v", line, err)
+		}
+		calls = append(calls, c)
+	}
+	if len(calls) != 4 {
+		t.Fatalf("client.js made %d calls, want 4:\n%s", len(calls), out)
+	}
+	submitted, read, inbox, refused := calls[0], calls[1], calls[2], calls[3]
+	if submitted.Call != "submitForecast" || submitted.Status != 200 || submitted.Result != "created" || submitted.Version != 1 || len(submitted.InputHash) != 64 {
+		t.Errorf("submit: %+v", submitted)
+	}
+	// The last value the program sent was 10 + 91/4.
+	if read.Call != "getForecast" || read.Status != 200 || read.Version != 1 || read.InputHash != submitted.InputHash ||
+		read.Values != intervals || read.Last != 32.75 {
+		t.Errorf("read back: %+v", read)
+	}
+	if inbox.Status != 200 || inbox.Pending == nil || *inbox.Pending != 0 || inbox.PendingTruncated == nil || *inbox.PendingTruncated {
+		t.Errorf("inbox with the process key: %+v", inbox)
+	}
+	if refused.Status != 403 || !strings.Contains(refused.Detail, "process") {
+		t.Errorf("inbox with the data key: %+v", refused)
 	}
 }
