@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -289,4 +290,88 @@ func TestOpenAPIClient(t *testing.T) {
 	if refused.Status != 403 || !strings.Contains(refused.Detail, "process") {
 		t.Errorf("inbox with the data key: %+v", refused)
 	}
+}
+
+// redocLogo is the one request of the /docs page to another origin: Redoc
+// 2.5.4 shows its logo from its CDN in the side menu, unconditionally. The
+// page's policy blocks it, so it never leaves the browser, and Redoc hides
+// the image on error; that violation is the only one expected.
+const redocLogo = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+// TestDocsBrowser opens GET /docs in Chromium (deploy/dev/openapi/docs.mjs)
+// against the binary: Redoc renders every operation of the served document
+// and its search answers, under the page's Content-Security-Policy with no
+// violation but the blocked Redoc logo, no console error, and no request to
+// another origin that the policy did not stop.
+func TestDocsBrowser(t *testing.T) {
+	node, modules := portaltest.NodeModules(t, "playwright-core", portaltest.PlaywrightCoreVersion)
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium is not installed (%v): run `make test-deps`", err)
+	}
+	script, err := filepath.Abs(filepath.Join(openapiDir, "docs.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, served := servedOpenAPI(t)
+	base := "http://" + in.addr
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(served, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, methods := range doc.Paths {
+		for _, op := range methods {
+			want = append(want, op.OperationID)
+		}
+	}
+
+	out, err := runNode(t, node, modules, t.TempDir(), []string{"BASE_URL=" + base, "CHROMIUM=" + chromiumPath}, script)
+	if err != nil {
+		t.Fatalf("docs.mjs: %v\n%s", err, out)
+	}
+	var rep struct {
+		Status     int
+		CSP        string
+		Operations []string
+		Search     bool
+		Violations []string
+		Errors     []string
+		Requests   []string
+		Blocked    []string
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("docs.mjs printed %s: %v", out, err)
+	}
+	if rep.Status != 200 || !strings.Contains(rep.CSP, "script-src 'self';") {
+		t.Errorf("GET /docs: %d, policy %q", rep.Status, rep.CSP)
+	}
+	slices.Sort(want)
+	slices.Sort(rep.Operations)
+	if !slices.Equal(rep.Operations, want) {
+		t.Errorf("Redoc rendered %d operations %v, the document has %d %v", len(rep.Operations), rep.Operations, len(want), want)
+	}
+	if !rep.Search {
+		t.Errorf("the search (a Worker from a blob: URL) found nothing for \"forecast\"")
+	}
+	for _, v := range rep.Violations {
+		if v != "img-src blocked "+redocLogo+" (:0)" {
+			t.Errorf("policy violation: %s", v)
+		}
+	}
+	for _, e := range rep.Errors {
+		if !strings.Contains(e, "Loading the image '"+redocLogo+"' violates") {
+			t.Errorf("page error: %s", e)
+		}
+	}
+	for _, r := range rep.Requests {
+		url := r[strings.IndexByte(r, ' ')+1:]
+		if !strings.HasPrefix(url, base+"/") && !strings.HasPrefix(url, "blob:"+base+"/") && !slices.Contains(rep.Blocked, url+" csp") {
+			t.Errorf("request to another origin that the policy did not stop: %s", r)
+		}
+	}
+	t.Logf("Redoc rendered %d operations; requests %q; blocked %q", len(rep.Operations), rep.Requests, rep.Blocked)
 }
