@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako loadtest vet fmt clean screenshots
+.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako loadtest vet fmt clean screenshots docs-bundle
 
 all: build
 
@@ -65,6 +65,11 @@ loadtest: build
 # screenshots going to docs/screenshots instead of a temporary directory.
 screenshots: build
 	SCHEDBRIDGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestPortalBrowser ./cmd/schedbridge/
+
+# Refreshes the Redoc bundle that GET /docs serves (api/docs) from npm:
+# `make docs-bundle` for the pinned version, REDOC_VERSION=x.y.z for another.
+docs-bundle:
+	./deploy/dev/openapi/refresh-redoc.sh $(REDOC_VERSION)
 
 clean:
 	rm -rf $(BIN)

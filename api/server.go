@@ -203,6 +203,7 @@ func New(cfg Config, deps Deps) *Server {
 
 	e.GET("/health", s.health)
 	e.GET("/openapi.json", s.openapi)
+	s.docsRoutes(e)
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 
 	// Every data request is audited from the first middleware on, so that

@@ -93,23 +93,38 @@ if [ ! -x /usr/bin/chromium ] || [ ! -e /usr/lib/chromium/locales/de.pak ]; then
   apt_install chromium chromium-l10n
 fi
 [ -x /usr/bin/chromium ] || { echo "test-deps: /usr/bin/chromium still not found" >&2; exit 1; }
-PORTAL_NODE_PACKAGES="oidc-provider@9.13.3 maildev@3.0.0 playwright-core@1.65.1"
-portal_missing=""
-for spec in $PORTAL_NODE_PACKAGES; do
-  name="${spec%@*}" version="${spec##*@}"
-  if ! grep -qs "\"version\": \"$version\"" "$NODE_DIR/node_modules/$name/package.json"; then
-    portal_missing="$portal_missing $spec"
-  fi
-done
-if [ -n "$portal_missing" ]; then
+
+# npm_install_pinned installs the name@version specs that $NODE_DIR lacks at
+# exactly that version. npm keeps the packages already recorded in
+# $NODE_DIR/package.json (@duckdb/node-api above, the other lists) when it
+# adds these.
+npm_install_pinned() {
+  local missing="" spec name version
+  for spec in "$@"; do
+    name="${spec%@*}" version="${spec##*@}"
+    if ! grep -qs "\"version\": \"$version\"" "$NODE_DIR/node_modules/$name/package.json"; then
+      missing="$missing $spec"
+    fi
+  done
+  [ -n "$missing" ] || return 0
   if ! command -v npm >/dev/null 2>&1; then
     echo "test-deps: installing nodejs and npm" >&2
     apt_install nodejs npm
   fi
-  echo "test-deps: installing$portal_missing into $NODE_DIR" >&2
+  echo "test-deps: installing$missing into $NODE_DIR" >&2
   mkdir -p "$NODE_DIR"
-  # npm keeps the packages already recorded in $NODE_DIR/package.json
-  # (@duckdb/node-api above) when it adds these.
   # shellcheck disable=SC2086
-  npm install --prefix "$NODE_DIR" --save-exact --no-audit --no-fund --loglevel=error $portal_missing >/dev/null
-fi
+  npm install --prefix "$NODE_DIR" --save-exact --no-audit --no-fund --loglevel=error $missing >/dev/null
+}
+PORTAL_NODE_PACKAGES="oidc-provider@9.13.3 maildev@3.0.0 playwright-core@1.65.1"
+# shellcheck disable=SC2086
+npm_install_pinned $PORTAL_NODE_PACKAGES
+
+# The OpenAPI tests (cmd/schedbridge/openapi_test.go, deploy/dev/openapi): two
+# validators of the served document, and a client generated from it and
+# compiled with TypeScript. Pinned; keep the versions in sync with
+# openapi_test.go. @apidevtools/swagger-parser 13.1 needs Node 22, so 13.0;
+# openapi-typescript 7 wants TypeScript 5.
+OPENAPI_NODE_PACKAGES="@redocly/cli@2.77.0 @apidevtools/swagger-parser@13.0.0 openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3"
+# shellcheck disable=SC2086
+npm_install_pinned $OPENAPI_NODE_PACKAGES
