@@ -167,6 +167,12 @@ func New(cfg Config, deps Deps) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
+	// A path is answered as it was asked or not at all: neither the portal's
+	// contract nor the bridge's has a 301 or 307, and a redirected POST would
+	// make the client send its body again. A trailing slash or another case
+	// is an unknown path, 404 with the body of its owner.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
 	e.Use(s.recoverer, s.observe, s.drain)
 	// The portal has its own error body and allows no 405: an unknown
 	// method on a portal path is as unknown as the path.
