@@ -310,6 +310,8 @@ func (s *Server) observe(c *gin.Context) {
 	if k, ok := c.Get(ctxKey); ok {
 		attrs = append(attrs, slog.String("key_id", k.(pipeline.APIKey).ID))
 	}
+	// Client errors are information, among them a client that went away
+	// (499): that is not the server's fault.
 	level := slog.LevelInfo
 	switch {
 	case code == http.StatusServiceUnavailable:
