@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -133,10 +134,10 @@ func (s *Server) audit(c *gin.Context) {
 	if a.ID != 0 {
 		return
 	}
-	// The request's context is done when the client has gone away, and the
-	// trail must hold that request too: the entry is written on a context
-	// without the cancellation, bounded by a timeout of its own so that a
-	// stuck database cannot hold the request.
+	// The request's context is done when the client has gone away or its
+	// body timed out, and the trail must hold that request too: the entry
+	// is written on a context without the cancellation, bounded by a
+	// timeout of its own so that a stuck database cannot hold the request.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), auditTimeout)
 	defer cancel()
 	if err := s.deps.Audit.RecordAudit(ctx, a); err != nil {
@@ -165,10 +166,13 @@ func setAuditDetail(c *gin.Context, err error) {
 // readBody reads the whole body under the configured limit. MaxBytesReader
 // also catches chunked bodies that announce no length.
 //
-// When the client closes its connection before the whole body has arrived,
-// net/http has cancelled the request's context by the time the read returns;
-// the cancellation is passed on for fail to report as the client's going away
-// (499), not as a malformed body.
+// A body that stops arriving fails in one of two ways. When the server's read
+// timeout passes first, the read fails with os.ErrDeadlineExceeded: a client
+// too slow to send, TooSlow (408; the connection is closed after the answer).
+// When the client closes its connection first, net/http has cancelled the
+// request's context by the time the read returns; the cancellation is passed
+// on for fail to report as the client's going away (499), not as a malformed
+// body.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 	limit := s.cfg.MaxBodyBytes
 	tooLarge := pipeline.Errorf(pipeline.TooLarge, "request body exceeds the limit of %d bytes; split the submission", limit)
@@ -183,6 +187,9 @@ func (s *Server) readBody(c *gin.Context) ([]byte, error) {
 		return body, nil
 	case errors.As(err, &mbe):
 		return nil, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &pipeline.Error{Kind: pipeline.TooSlow, Err: err,
+			Message: "request body not received within the server's read timeout; send it faster or in smaller parts"}
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("read request body: %v: %w", err, context.Cause(ctx))
 	}

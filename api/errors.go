@@ -28,6 +28,7 @@ var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.RateLimited:  http.StatusTooManyRequests,
 	pipeline.Unavailable:  http.StatusServiceUnavailable,
 	pipeline.Internal:     http.StatusInternalServerError,
+	pipeline.TooSlow:      http.StatusRequestTimeout,
 	pipeline.Canceled:     statusClientClosed,
 }
 
@@ -43,6 +44,7 @@ var outcomeOf = map[int]string{
 	http.StatusTooManyRequests:       "rate_limited",
 	http.StatusServiceUnavailable:    "unavailable",
 	http.StatusInternalServerError:   "error",
+	http.StatusRequestTimeout:        "too_slow",
 	statusClientClosed:               "client_closed",
 }
 
@@ -65,8 +67,13 @@ func (s *Server) fail(c *gin.Context, err error) {
 	default:
 		kind := pipeline.KindOf(err)
 		status := statusOf[kind]
-		if kind == pipeline.Unavailable {
+		switch kind {
+		case pipeline.Unavailable:
 			c.Header("Retry-After", s.retryAfter())
+		case pipeline.TooSlow:
+			// The rest of the body is still on its way; the connection
+			// cannot carry another request, and net/http closes it.
+			c.Header("Connection", "close")
 		}
 		if kind == pipeline.Internal {
 			s.log.ErrorContext(c.Request.Context(), "request failed", slog.String("route", c.FullPath()), slog.Any("err", err))

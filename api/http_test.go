@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,7 +49,7 @@ func logRecords(t *testing.T, path string) []map[string]any {
 }
 
 // live is the API behind a real listener, as the binary serves it: what a
-// connection does (a client that goes away) only shows there.
+// connection does (deadlines, a client that goes away) only shows there.
 type live struct {
 	url, addr string
 	logs      string // the file of the server's JSON log
@@ -55,9 +57,9 @@ type live struct {
 	ended chan string
 }
 
-// serveLive serves the fixture's database with cfg on a loopback listener;
-// change, when given, swaps adapters.
-func serveLive(t *testing.T, f *fixture, cfg api.Config, change func(*api.Deps)) *live {
+// serveLive serves the fixture's database with cfg on a loopback listener
+// whose server has the read timeout; change, when given, swaps adapters.
+func serveLive(t *testing.T, f *fixture, cfg api.Config, readTimeout time.Duration, change func(*api.Deps)) *live {
 	t.Helper()
 	l := &live{logs: filepath.Join(t.TempDir(), "server.log"), ended: make(chan string, 100)}
 	logs, err := os.Create(l.logs)
@@ -76,12 +78,27 @@ func serveLive(t *testing.T, f *fixture, cfg api.Config, change func(*api.Deps))
 		defer func() { l.ended <- r.URL.Path }()
 		h.ServeHTTP(w, r)
 	}))
+	ts.Listener = smallSendBuffers{ts.Listener}
+	ts.Config.ReadTimeout = readTimeout
 	ts.Start()
 	// Closing the connections first ends a handler that a failed test
 	// left waiting on one; Close waits for the handlers.
 	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
 	l.url, l.addr = ts.URL, ts.Listener.Addr().String()
 	return l
+}
+
+// smallSendBuffers gives accepted connections a small, fixed kernel send
+// buffer, so that the writes to a client that does not read block after some
+// KiB rather than the MiB of an autotuned buffer.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(16 << 10)
+	}
+	return c, err
 }
 
 // awaitEnd waits, at most bound, until the handler of a request to path
@@ -242,7 +259,7 @@ func TestClientGone(t *testing.T) {
 				t.Parallel()
 				f := newFixture(t, d, api.Config{})
 				g := &gatedStaging{entered: make(chan struct{}, 1)}
-				l := serveLive(t, f, api.Config{}, func(deps *api.Deps) {
+				l := serveLive(t, f, api.Config{}, time.Minute, func(deps *api.Deps) {
 					g.Staging = deps.Staging
 					deps.Staging = g
 				})
@@ -272,7 +289,7 @@ func TestStoppedLoadKeepsAudit(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, d, api.Config{})
 			g := &gatedStaging{entered: make(chan struct{}, clients)}
-			l := serveLive(t, f, api.Config{}, func(deps *api.Deps) {
+			l := serveLive(t, f, api.Config{}, time.Minute, func(deps *api.Deps) {
 				g.Staging = deps.Staging
 				deps.Staging = g
 			})
@@ -313,6 +330,119 @@ func TestStoppedLoadKeepsAudit(t *testing.T) {
 			sample := `schedbridge_http_requests_total{code="499",method="POST",route="/v1/forecasts"}`
 			if n := l.metric(t, sample); n != clients {
 				t.Errorf("%s = %v, want %d", sample, n, clients)
+			}
+		})
+	}
+}
+
+// A client that sends its body one byte at a time is answered 408 when the
+// read timeout has passed, and its connection is closed: it holds neither
+// the connection nor a goroutine. The request is in the audit trail and in
+// the log at info level, not as a server error.
+func TestSlowBodyDropped(t *testing.T) {
+	const readTimeout = 300 * time.Millisecond
+	for _, d := range sqltest.Backends {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, d, api.Config{})
+			l := serveLive(t, f, api.Config{}, readTimeout, nil)
+			conn := sendHead(t, l, f.keys["data1"], 1000)
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						if _, err := conn.Write([]byte(" ")); err != nil {
+							return
+						}
+					}
+				}
+			}()
+			start := time.Now()
+			conn.SetReadDeadline(start.Add(5 * time.Second))
+			// The server closes the connection after the answer; bytes
+			// that arrive after that make its kernel reset the connection
+			// rather than end it, which is as closed.
+			answer, err := io.ReadAll(conn)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("the server kept the connection after %v (read %q)", time.Since(start), answer)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(answer)), nil)
+			if err != nil {
+				t.Fatalf("answer %q: %v", answer, err)
+			}
+			if resp.StatusCode != http.StatusRequestTimeout || !resp.Close {
+				t.Errorf("answer %d, close %v; want 408 and close", resp.StatusCode, resp.Close)
+			}
+			var detail map[string]any
+			if err := json.NewDecoder(resp.Body).Decode(&detail); err != nil || !strings.Contains(fmt.Sprint(detail["detail"]), "read timeout") {
+				t.Errorf("body %v, %v", detail, err)
+			}
+			l.awaitEnd(t, "/v1/forecasts", 5*time.Second)
+			wantAudited(t, f, 408, "too_slow", false)
+			l.wantLogged(t, "/v1/forecasts", 408)
+			l.wantCounted(t, "POST", "/v1/forecasts", 408)
+		})
+	}
+}
+
+// bigEvents is a console feed whose every page is about 1 MiB of JSON, far
+// more than the sockets' buffers hold.
+type bigEvents struct{}
+
+func (bigEvents) Events(context.Context, pipeline.EventQuery) ([]pipeline.Event, error) {
+	data, _ := json.Marshal(strings.Repeat("x", 1<<10))
+	evs := make([]pipeline.Event, 1000)
+	for i := range evs {
+		evs[i] = pipeline.Event{ID: int64(i + 1), At: now, Kind: "inbox.processed", Subject: "s", Data: data}
+	}
+	return evs, nil
+}
+
+// A client that asks and then does not read the answer is dropped once the
+// write timeout has passed after the answer began: the handler returns and
+// the connection is closed.
+func TestSlowReaderDropped(t *testing.T) {
+	for _, d := range sqltest.Backends {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, d, api.Config{})
+			l := serveLive(t, f, api.Config{WriteTimeout: 300 * time.Millisecond}, time.Minute, func(deps *api.Deps) {
+				deps.Events = bigEvents{}
+			})
+			// A small receive buffer, so that the kernel cannot take the
+			// answer in the client's stead.
+			dialer := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+				var serr error
+				err := c.Control(func(fd uintptr) {
+					serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+				})
+				if err != nil {
+					return err
+				}
+				return serr
+			}}
+			conn, err := dialer.Dial("tcp", l.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "GET /v1/console/events?limit=1000 HTTP/1.1\r\nHost: schedbridge\r\nX-API-Key: %s\r\n\r\n", f.keys["process"])
+			l.awaitEnd(t, "/v1/console/events", 5*time.Second)
+			// What the kernels buffered can still be read, then the
+			// connection ends short of the answer.
+			conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := io.Copy(io.Discard, conn)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatalf("the connection is still open after %d bytes", n)
+			}
+			if full := 1000 * (1 << 10); n >= int64(full) {
+				t.Errorf("read %d bytes, the whole answer", n)
 			}
 		})
 	}

@@ -106,6 +106,9 @@ type Config struct {
 	// WebhookTokenHash, when set, is the SHA-256 (hex) of the token that
 	// bucket event notifications must carry as "Authorization: Bearer".
 	WebhookTokenHash string
+	// WriteTimeout bounds the sending of an answer, counted from its first
+	// byte (see writeDeadline). Default 60 s.
+	WriteTimeout time.Duration
 }
 
 // Server is the HTTP API.
@@ -137,6 +140,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 5 * time.Second
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 60 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -173,7 +179,7 @@ func New(cfg Config, deps Deps) *Server {
 	// is an unknown path, 404 with the body of its owner.
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(s.recoverer, s.observe, s.drain)
+	e.Use(s.writeDeadline, s.recoverer, s.observe, s.drain)
 	// The portal has its own error body and allows no 405: an unknown
 	// method on a portal path is as unknown as the path.
 	e.NoRoute(func(c *gin.Context) {
@@ -311,7 +317,7 @@ func (s *Server) observe(c *gin.Context) {
 		attrs = append(attrs, slog.String("key_id", k.(pipeline.APIKey).ID))
 	}
 	// Client errors are information, among them a client that went away
-	// (499): that is not the server's fault.
+	// (499) or sent its body too slowly (408): neither is the server's fault.
 	level := slog.LevelInfo
 	switch {
 	case code == http.StatusServiceUnavailable:

@@ -21,6 +21,9 @@ const (
 	RateLimited  ErrorKind = "rate_limited"
 	Unavailable  ErrorKind = "unavailable"
 	Internal     ErrorKind = "internal"
+	// TooSlow is a request whose caller did not send all of it within the
+	// server's read timeout.
+	TooSlow ErrorKind = "too_slow"
 	// Canceled is a request whose caller went away before the answer: the
 	// failure is the caller's doing, and nobody is left to read the answer.
 	Canceled ErrorKind = "canceled"

@@ -27,6 +27,7 @@ var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.RateLimited:  http.StatusForbidden,
 	pipeline.Unavailable:  http.StatusInternalServerError,
 	pipeline.Internal:     http.StatusInternalServerError,
+	pipeline.TooSlow:      http.StatusBadRequest,
 	pipeline.Canceled:     499,
 }
 
@@ -41,6 +42,7 @@ var codeOf = map[pipeline.ErrorKind]string{
 	pipeline.Conflict:     "conflict",
 	pipeline.Unavailable:  "internal",
 	pipeline.Internal:     "internal",
+	pipeline.TooSlow:      "invalid",
 	pipeline.Canceled:     "client_closed",
 }
 
