@@ -163,8 +163,14 @@ func setAuditDetail(c *gin.Context, err error) {
 	}
 }
 
-// readBody reads the whole body under the configured limit. MaxBytesReader
-// also catches chunked bodies that announce no length.
+// readBody reads the whole body of a submission under the configured limit.
+func (s *Server) readBody(c *gin.Context) ([]byte, error) {
+	return readLimited(c, s.cfg.MaxBodyBytes, "split the submission")
+}
+
+// readLimited reads the whole body under limit; advice tells the client what
+// to do about a larger one. MaxBytesReader also catches chunked bodies that
+// announce no length.
 //
 // A body that stops arriving fails in one of two ways. When the server's read
 // timeout passes first, the read fails with os.ErrDeadlineExceeded: a client
@@ -173,9 +179,8 @@ func setAuditDetail(c *gin.Context, err error) {
 // request's context by the time the read returns; the cancellation is passed
 // on for fail to report as the client's going away (499), not as a malformed
 // body.
-func (s *Server) readBody(c *gin.Context) ([]byte, error) {
-	limit := s.cfg.MaxBodyBytes
-	tooLarge := pipeline.Errorf(pipeline.TooLarge, "request body exceeds the limit of %d bytes; split the submission", limit)
+func readLimited(c *gin.Context, limit int64, advice string) ([]byte, error) {
+	tooLarge := pipeline.Errorf(pipeline.TooLarge, "request body exceeds the limit of %d bytes; %s", limit, advice)
 	if c.Request.ContentLength > limit {
 		return nil, tooLarge
 	}

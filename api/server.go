@@ -106,6 +106,9 @@ type Config struct {
 	// WebhookTokenHash, when set, is the SHA-256 (hex) of the token that
 	// bucket event notifications must carry as "Authorization: Bearer".
 	WebhookTokenHash string
+	// WebhookOpen takes bucket event notifications without a token. Without
+	// it and without WebhookTokenHash, the webhook is off (404).
+	WebhookOpen bool
 	// WriteTimeout bounds the sending of an answer, counted from its first
 	// byte (see writeDeadline). Default 60 s.
 	WriteTimeout time.Duration

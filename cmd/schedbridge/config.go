@@ -56,6 +56,7 @@ type InboxConfig struct {
 	Lease        time.Duration `yaml:"lease"`
 	MaxFileBytes int64         `yaml:"max_file_bytes"`
 	WebhookToken string        `yaml:"webhook_token"`
+	WebhookOpen  bool          `yaml:"webhook_open"`
 }
 
 // MakoConfig configures the market communication with the DSOs.
@@ -150,6 +151,7 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_INBOX_LEASE", func(c *Config, v string) (err error) { c.Inbox.Lease, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_INBOX_MAX_FILE_BYTES", func(c *Config, v string) (err error) { c.Inbox.MaxFileBytes, err = strconv.ParseInt(v, 10, 64); return }},
 	{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN", func(c *Config, v string) error { c.Inbox.WebhookToken = v; return nil }},
+	{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN", func(c *Config, v string) (err error) { c.Inbox.WebhookOpen, err = strconv.ParseBool(v); return }},
 	{"SCHEDBRIDGE_SCHEDULER", func(c *Config, v string) (err error) { c.Pipeline.Scheduler, err = strconv.ParseBool(v); return }},
 	{"SCHEDBRIDGE_STAGE_ATTEMPTS", func(c *Config, v string) (err error) { c.Pipeline.Attempts, err = strconv.Atoi(v); return }},
 	{"SCHEDBRIDGE_STAGE_BACKOFF", func(c *Config, v string) (err error) { c.Pipeline.Backoff, err = time.ParseDuration(v); return }},
@@ -216,6 +218,9 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 {
 		return c, fmt.Errorf("read_timeout and write_timeout must be positive")
+	}
+	if c.Inbox.WebhookOpen && c.Inbox.WebhookToken != "" {
+		return c, fmt.Errorf("inbox: webhook_open and webhook_token exclude each other; with a token the webhook is not open")
 	}
 	if c.Inbox.Interval <= 0 || c.Inbox.Lease < 3*time.Second || c.Inbox.MaxFileBytes <= 0 {
 		return c, fmt.Errorf("inbox: interval and max_file_bytes must be positive and the lease at least 3s")

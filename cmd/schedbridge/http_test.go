@@ -26,15 +26,19 @@ func TestHTTPConfig(t *testing.T) {
 		env     map[string]string
 		read    time.Duration
 		write   time.Duration
+		open    bool
 		wantErr string
 	}{
-		{"defaults", "", nil, 60 * time.Second, 60 * time.Second, ""},
-		{"yaml", "read_timeout: 90s\nwrite_timeout: 2m\n", nil, 90 * time.Second, 2 * time.Minute, ""},
+		{"defaults", "", nil, 60 * time.Second, 60 * time.Second, false, ""},
+		{"yaml", "read_timeout: 90s\nwrite_timeout: 2m\ninbox:\n  webhook_open: true\n", nil, 90 * time.Second, 2 * time.Minute, true, ""},
 		{"environment over yaml", "read_timeout: 90s\n",
-			map[string]string{"SCHEDBRIDGE_READ_TIMEOUT": "300ms", "SCHEDBRIDGE_WRITE_TIMEOUT": "5s"},
-			300 * time.Millisecond, 5 * time.Second, ""},
-		{"no read timeout", "read_timeout: 0s\n", nil, 0, 0, "read_timeout and write_timeout must be positive"},
-		{"negative write timeout", "", map[string]string{"SCHEDBRIDGE_WRITE_TIMEOUT": "-1s"}, 0, 0, "read_timeout and write_timeout must be positive"},
+			map[string]string{"SCHEDBRIDGE_READ_TIMEOUT": "300ms", "SCHEDBRIDGE_WRITE_TIMEOUT": "5s", "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "true"},
+			300 * time.Millisecond, 5 * time.Second, true, ""},
+		{"no read timeout", "read_timeout: 0s\n", nil, 0, 0, false, "read_timeout and write_timeout must be positive"},
+		{"negative write timeout", "", map[string]string{"SCHEDBRIDGE_WRITE_TIMEOUT": "-1s"}, 0, 0, false, "read_timeout and write_timeout must be positive"},
+		{"open and a token", "", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "1", "SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN": "t"}, 0, 0, false,
+			"webhook_open and webhook_token exclude each other"},
+		{"open not a boolean", "", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "yes"}, 0, 0, false, "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,8 +59,8 @@ func TestHTTPConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.ReadTimeout != tt.read || c.WriteTimeout != tt.write {
-				t.Errorf("read %v, write %v; want %v, %v", c.ReadTimeout, c.WriteTimeout, tt.read, tt.write)
+			if c.ReadTimeout != tt.read || c.WriteTimeout != tt.write || c.Inbox.WebhookOpen != tt.open {
+				t.Errorf("read %v, write %v, open %v; want %v, %v, %v", c.ReadTimeout, c.WriteTimeout, c.Inbox.WebhookOpen, tt.read, tt.write, tt.open)
 			}
 		})
 	}

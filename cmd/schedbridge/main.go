@@ -475,13 +475,17 @@ func (a *app) serve(ctx context.Context) error {
 		go func() { defer close(sweepDone); a.sweepPortal(sweepCtx, db) }()
 	}
 	webhook := ""
-	if a.cfg.Inbox.WebhookToken != "" {
+	switch {
+	case a.cfg.Inbox.WebhookToken != "":
 		webhook = pipeline.HashKey(a.cfg.Inbox.WebhookToken)
+	case a.cfg.Inbox.WebhookOpen:
+		a.log.Warn("the bucket-notification webhook is open: anyone who reaches POST /v1/inbox/events "+
+			"can wake the inbox scan; keep the route reachable from the S3 server only", "addr", a.cfg.Addr)
 	}
 	srv := api.New(api.Config{
 		MaxBodyBytes: a.cfg.MaxBodyBytes, RatePerSecond: a.cfg.RateLimit, RateBurst: a.cfg.RateBurst,
 		RetryAfter: a.cfg.RetryAfter, Logger: a.log, Registry: reg, WebhookTokenHash: webhook,
-		WriteTimeout: a.cfg.WriteTimeout,
+		WebhookOpen: a.cfg.Inbox.WebhookOpen, WriteTimeout: a.cfg.WriteTimeout,
 	}, deps)
 
 	ln, err := net.Listen("tcp", a.cfg.Addr)
