@@ -32,6 +32,7 @@ type fixture struct {
 	t      testing.TB
 	db     *sqldb.DB
 	srv    *api.Server
+	deps   api.Deps
 	keys   map[string]string // name -> secret
 	bucket *objstore.Local
 	wakes  *wakeCounter
@@ -82,8 +83,9 @@ func newFixture(t testing.TB, d sqldb.Dialect, cfg api.Config) *fixture {
 		t.Fatal(err)
 	}
 	f.bucket, f.wakes = bucket, &wakeCounter{}
-	f.srv = api.New(cfg, api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
-		InboxFiles: db, InboxBucket: bucket, Waker: f.wakes, Events: db})
+	f.deps = api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
+		InboxFiles: db, InboxBucket: bucket, Waker: f.wakes, Events: db}
+	f.srv = api.New(cfg, f.deps)
 	return f
 }
 

@@ -1,14 +1,17 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
@@ -225,7 +228,9 @@ func (s *Server) rateLimit(c *gin.Context) {
 
 // audit records every request to the data endpoints, accepted or not.
 // Accepted submissions are written by the staging transaction itself; this
-// middleware writes the rest once the handler has answered.
+// middleware writes the rest once the handler has answered, among them a
+// submission whose transaction was rolled back because its client went away
+// before the commit (the entry keeps its id 0 then).
 func (s *Server) audit(c *gin.Context) {
 	a := &pipeline.AuditEntry{ReceivedAt: s.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath()}
 	c.Set(ctxAudit, a)
@@ -241,10 +246,19 @@ func (s *Server) audit(c *gin.Context) {
 	if a.ID != 0 {
 		return
 	}
-	if err := s.deps.Audit.RecordAudit(c.Request.Context(), a); err != nil {
-		s.log.ErrorContext(c.Request.Context(), "record audit entry", "endpoint", a.Endpoint, "err", err)
+	// The request's context is done when the client has gone away or its
+	// body timed out, and the trail must hold that request too: the entry
+	// is written on a context without the cancellation, bounded by a
+	// timeout of its own so that a stuck database cannot hold the request.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.Request.Context()), auditTimeout)
+	defer cancel()
+	if err := s.deps.Audit.RecordAudit(ctx, a); err != nil {
+		s.log.ErrorContext(ctx, "record audit entry", "endpoint", a.Endpoint, "err", err)
 	}
 }
+
+// auditTimeout bounds the write of an audit entry after the answer.
+const auditTimeout = 5 * time.Second
 
 func auditOf(c *gin.Context) *pipeline.AuditEntry {
 	if v, ok := c.Get(ctxAudit); ok {
@@ -261,21 +275,40 @@ func setAuditDetail(c *gin.Context, err error) {
 	}
 }
 
-// readBody reads the whole body under the configured limit. MaxBytesReader
-// also catches chunked bodies that announce no length.
+// readBody reads the whole body of a submission under the configured limit.
 func (s *Server) readBody(c *gin.Context) ([]byte, error) {
-	limit := s.cfg.MaxBodyBytes
-	tooLarge := pipeline.Errorf(pipeline.TooLarge, "request body exceeds the limit of %d bytes; split the submission", limit)
+	return readLimited(c, s.cfg.MaxBodyBytes, "split the submission")
+}
+
+// readLimited reads the whole body under limit; advice tells the client what
+// to do about a larger one. MaxBytesReader also catches chunked bodies that
+// announce no length.
+//
+// A body that stops arriving fails in one of two ways. When the server's read
+// timeout passes first, the read fails with os.ErrDeadlineExceeded: a client
+// too slow to send, TooSlow (408; the connection is closed after the answer).
+// When the client closes its connection first, net/http has cancelled the
+// request's context by the time the read returns; the cancellation is passed
+// on for fail to report as the client's going away (499), not as a malformed
+// body.
+func readLimited(c *gin.Context, limit int64, advice string) ([]byte, error) {
+	tooLarge := pipeline.Errorf(pipeline.TooLarge, "request body exceeds the limit of %d bytes; %s", limit, advice)
 	if c.Request.ContentLength > limit {
 		return nil, tooLarge
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, limit))
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	ctx := c.Request.Context()
+	switch {
+	case err == nil:
+		return body, nil
+	case errors.As(err, &mbe):
 		return nil, tooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &pipeline.Error{Kind: pipeline.TooSlow, Err: err,
+			Message: "request body not received within the server's read timeout; send it faster or in smaller parts"}
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("read request body: %v: %w", err, context.Cause(ctx))
 	}
-	if err != nil {
-		return nil, pipeline.Errorf(pipeline.Invalid, "read request body: %v", err)
-	}
-	return body, nil
+	return nil, pipeline.Errorf(pipeline.Invalid, "read request body: %v", err)
 }

@@ -11,6 +11,12 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
+// statusClientClosed is the status of a request whose client went away
+// before the answer (nginx's 499 "client closed request"). No client ever
+// reads it; it tells logs and metrics that the request failed for the
+// client's leaving, not for a fault of the server.
+const statusClientClosed = 499
+
 // statusOf is the one table from the error vocabulary to HTTP status codes.
 var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.Invalid:      http.StatusUnprocessableEntity,
@@ -22,6 +28,8 @@ var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.RateLimited:  http.StatusTooManyRequests,
 	pipeline.Unavailable:  http.StatusServiceUnavailable,
 	pipeline.Internal:     http.StatusInternalServerError,
+	pipeline.TooSlow:      http.StatusRequestTimeout,
+	pipeline.Canceled:     statusClientClosed,
 }
 
 // outcomeOf names a request in the audit trail when the handler did not:
@@ -36,13 +44,17 @@ var outcomeOf = map[int]string{
 	http.StatusTooManyRequests:       "rate_limited",
 	http.StatusServiceUnavailable:    "unavailable",
 	http.StatusInternalServerError:   "error",
+	http.StatusRequestTimeout:        "too_slow",
+	statusClientClosed:               "client_closed",
 }
 
 // fail renders err and aborts the request. Validation errors keep the shapes
 // FastAPI clients know: a list of problems for schema failures, the first
 // message plus all messages for business failures; everything else is
-// {"detail": "..."}.
+// {"detail": "..."}. A failure that follows the client's going away is
+// answered (to nobody) with 499, and not logged as an error.
 func (s *Server) fail(c *gin.Context, err error) {
+	err = pipeline.Attribute(c.Request.Context(), err)
 	var se *ingest.SchemaError
 	var be *ingest.BusinessError
 	switch {
@@ -55,8 +67,13 @@ func (s *Server) fail(c *gin.Context, err error) {
 	default:
 		kind := pipeline.KindOf(err)
 		status := statusOf[kind]
-		if kind == pipeline.Unavailable && c.Writer.Header().Get("Retry-After") == "" {
+		switch kind {
+		case pipeline.Unavailable:
 			c.Header("Retry-After", s.retryAfter())
+		case pipeline.TooSlow:
+			// The rest of the body is still on its way; the connection
+			// cannot carry another request, and net/http closes it.
+			c.Header("Connection", "close")
 		}
 		// RFC 9110 asks every 401 to carry a challenge; the authentication
 		// middleware sets the specific ones of RFC 6750.

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -256,19 +255,32 @@ func (s *Server) getEvents(c *gin.Context) {
 	c.JSON(http.StatusOK, evs)
 }
 
+// maxEventBytes caps a bucket event notification. MinIO and versitygw post
+// one event per request, a few KiB of JSON; a larger body is not one of them.
+const maxEventBytes = 64 << 10
+
 // postBucketEvents takes the S3 event notifications of MinIO or versitygw.
 // They only wake the inbox scan early, so the body is read (to keep the
-// sender's connection healthy) and dropped; when a token is configured, the
-// sender must present it.
+// sender's connection healthy) and dropped. The webhook is off (404) unless
+// a token is configured, which the sender must present, or the operator
+// opened it explicitly: anyone who reaches an open webhook can make the
+// server list the bucket.
 func (s *Server) postBucketEvents(c *gin.Context) {
-	if s.cfg.WebhookTokenHash != "" {
+	switch {
+	case s.cfg.WebhookTokenHash != "":
 		tok := strings.TrimSpace(strings.TrimPrefix(c.GetHeader("Authorization"), "Bearer "))
 		if subtle.ConstantTimeCompare([]byte(pipeline.HashKey(tok)), []byte(s.cfg.WebhookTokenHash)) != 1 {
 			s.fail(c, pipeline.Errorf(pipeline.Unauthorized, "missing or wrong webhook token"))
 			return
 		}
+	case !s.cfg.WebhookOpen:
+		s.fail(c, pipeline.Errorf(pipeline.NotFound, "bucket notifications are off: configure inbox.webhook_token"))
+		return
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(c.Request.Body, 1<<20))
+	if _, err := readLimited(c, maxEventBytes, "send one event per request"); err != nil {
+		s.fail(c, err)
+		return
+	}
 	if s.deps.Waker != nil {
 		s.deps.Waker.Wake()
 	}

@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -88,12 +91,65 @@ func TestInboxReportAndEvents(t *testing.T) {
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
+// The bucket webhook is off unless a token is configured or it is opened
+// explicitly, and takes small bodies only; a refused request wakes nothing.
 func TestBucketWebhook(t *testing.T) {
-	f := newFixture(t, "sqlite", api.Config{WebhookTokenHash: pipeline.HashKey("hook-secret")})
-	if r := f.do("POST", "/v1/inbox/events", []byte(`{"Records":[]}`)); r.code != 401 || f.wakes.n.Load() != 0 {
-		t.Errorf("without token: %d, wakes %d", r.code, f.wakes.n.Load())
+	const limit = 64 << 10
+	event := []byte(`{"Records":[]}`)
+	tokenCfg := api.Config{WebhookTokenHash: pipeline.HashKey("hook-secret")}
+	openCfg := api.Config{WebhookOpen: true}
+	tests := []struct {
+		name    string
+		cfg     api.Config
+		auth    string
+		body    []byte
+		chunked bool // no Content-Length, as a sender streaming its body
+		want    int
+		detail  string
+	}{
+		{"off", api.Config{}, "", event, false, 404, "bucket notifications are off: configure inbox.webhook_token"},
+		{"off with a token", api.Config{}, "Bearer hook-secret", event, false, 404, "bucket notifications are off: configure inbox.webhook_token"},
+		{"token missing", tokenCfg, "", event, false, 401, "missing or wrong webhook token"},
+		{"token wrong", tokenCfg, "Bearer other", event, false, 401, "missing or wrong webhook token"},
+		{"token right", tokenCfg, "Bearer hook-secret", event, false, 204, ""},
+		{"token right, body at the limit", tokenCfg, "Bearer hook-secret", bytes.Repeat([]byte(" "), limit), false, 204, ""},
+		{"token right, body too large", tokenCfg, "Bearer hook-secret", bytes.Repeat([]byte(" "), limit+1), false, 413,
+			"request body exceeds the limit of 65536 bytes; send one event per request"},
+		{"open", openCfg, "", event, false, 204, ""},
+		{"open, body too large", openCfg, "", bytes.Repeat([]byte(" "), limit+1), false, 413,
+			"request body exceeds the limit of 65536 bytes; send one event per request"},
+		{"open, chunked body too large", openCfg, "", bytes.Repeat([]byte(" "), limit+1), true, 413,
+			"request body exceeds the limit of 65536 bytes; send one event per request"},
 	}
-	if r := f.do("POST", "/v1/inbox/events", []byte(`{"Records":[]}`), "Authorization", "Bearer hook-secret"); r.code != 204 || f.wakes.n.Load() != 1 {
-		t.Errorf("with token: %d, wakes %d", r.code, f.wakes.n.Load())
+	f := newFixture(t, "sqlite", api.Config{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wakes := &wakeCounter{}
+			deps := f.deps
+			deps.Waker = wakes
+			tt.cfg.Logger = slog.New(slog.DiscardHandler)
+			srv := api.New(tt.cfg, deps)
+			req := httptest.NewRequest("POST", "/v1/inbox/events", bytes.NewReader(tt.body))
+			if tt.chunked {
+				req.ContentLength = -1
+			}
+			if tt.auth != "" {
+				req.Header.Set("Authorization", tt.auth)
+			}
+			rec := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(rec, req)
+			wantWakes := int64(0)
+			if tt.want == 204 {
+				wantWakes = 1
+			}
+			if rec.Code != tt.want || wakes.n.Load() != wantWakes {
+				t.Fatalf("%d (%s), wakes %d; want %d, wakes %d", rec.Code, rec.Body, wakes.n.Load(), tt.want, wantWakes)
+			}
+			if tt.detail != "" {
+				if got := (response{body: rec.Body.Bytes()}).json(t)["detail"]; got != tt.detail {
+					t.Errorf("detail %q, want %q", got, tt.detail)
+				}
+			}
+		})
 	}
 }

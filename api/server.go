@@ -122,6 +122,12 @@ type Config struct {
 	// WebhookTokenHash, when set, is the SHA-256 (hex) of the token that
 	// bucket event notifications must carry as "Authorization: Bearer".
 	WebhookTokenHash string
+	// WebhookOpen takes bucket event notifications without a token. Without
+	// it and without WebhookTokenHash, the webhook is off (404).
+	WebhookOpen bool
+	// WriteTimeout bounds the sending of an answer, counted from its first
+	// byte (see writeDeadline). Default 60 s.
+	WriteTimeout time.Duration
 }
 
 // Server is the HTTP API.
@@ -154,6 +160,9 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 5 * time.Second
 	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 60 * time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -183,7 +192,13 @@ func New(cfg Config, deps Deps) *Server {
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
 	e.ContextWithFallback = true
-	e.Use(s.recoverer, s.observe, s.drain)
+	// A path is answered as it was asked or not at all: neither the portal's
+	// contract nor the bridge's has a 301 or 307, and a redirected POST would
+	// make the client send its body again. A trailing slash or another case
+	// is an unknown path, 404 with the body of its owner.
+	e.RedirectTrailingSlash = false
+	e.RedirectFixedPath = false
+	e.Use(s.writeDeadline, s.recoverer, s.observe, s.drain)
 	// The portal has its own error body and allows no 405: an unknown
 	// method on a portal path is as unknown as the path.
 	e.NoRoute(func(c *gin.Context) {
@@ -325,6 +340,8 @@ func (s *Server) observe(c *gin.Context) {
 			attrs = append(attrs, slog.String("key_id", p.ID))
 		}
 	}
+	// Client errors are information, among them a client that went away
+	// (499) or sent its body too slowly (408): neither is the server's fault.
 	level := slog.LevelInfo
 	switch {
 	case code == http.StatusServiceUnavailable:

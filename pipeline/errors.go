@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -20,6 +21,12 @@ const (
 	RateLimited  ErrorKind = "rate_limited"
 	Unavailable  ErrorKind = "unavailable"
 	Internal     ErrorKind = "internal"
+	// TooSlow is a request whose caller did not send all of it within the
+	// server's read timeout.
+	TooSlow ErrorKind = "too_slow"
+	// Canceled is a request whose caller went away before the answer: the
+	// failure is the caller's doing, and nobody is left to read the answer.
+	Canceled ErrorKind = "canceled"
 )
 
 // Error is an error with a kind and a message that is safe to show to the caller.
@@ -57,6 +64,19 @@ func KindOf(err error) ErrorKind {
 		return k.Kind()
 	}
 	return Internal
+}
+
+// Attribute returns err as it should be reported to the caller whose context
+// is ctx. When ctx is done and err is the cancellation that followed (the
+// caller closed its connection, so the server cancelled the work done for
+// it), the failure is a Canceled one whatever the layer that met it called
+// it: it is the caller's, not the server's. Every other error is returned as
+// it is, a deadline of the server's own included.
+func Attribute(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return &Error{Kind: Canceled, Message: "client closed request", Err: err}
 }
 
 // MessageOf returns the caller-safe message of the first *Error in err's chain.

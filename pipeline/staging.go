@@ -42,9 +42,9 @@ func (r *StageResult) Tally() {
 
 // AuditEntry is one data request as the audit trail keeps it.
 type AuditEntry struct {
-	ID          int64          `json:"id"`
-	ReceivedAt  time.Time      `json:"received_at"`
-	KeyID       string         `json:"key_id,omitempty"`
+	ID         int64     `json:"id"`
+	ReceivedAt time.Time `json:"received_at"`
+	KeyID      string    `json:"key_id,omitempty"`
 	// Issuer and ClientID name the machine client of a request that sent
 	// an access token instead of a key.
 	Issuer      string         `json:"issuer,omitempty"`

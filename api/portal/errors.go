@@ -14,7 +14,9 @@ import (
 // The portal contract allows exactly 200, 201, 400, 401, 403, 404, 409 and
 // 500, so kinds the bridge answers otherwise fold into these: an oversized
 // body is a malformed one (400), and an unavailable database or identity
-// provider is a server error (500).
+// provider is a server error (500). A request whose client went away gets the
+// bridge's 499: nobody reads it, so it breaks no contract, and it keeps the
+// request out of the server errors in logs and metrics.
 var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.Invalid:      http.StatusBadRequest,
 	pipeline.TooLarge:     http.StatusBadRequest,
@@ -25,6 +27,8 @@ var statusOf = map[pipeline.ErrorKind]int{
 	pipeline.RateLimited:  http.StatusForbidden,
 	pipeline.Unavailable:  http.StatusInternalServerError,
 	pipeline.Internal:     http.StatusInternalServerError,
+	pipeline.TooSlow:      http.StatusBadRequest,
+	pipeline.Canceled:     499,
 }
 
 // codeOf names the error in the body, one stable code per status.
@@ -38,6 +42,8 @@ var codeOf = map[pipeline.ErrorKind]string{
 	pipeline.Conflict:     "conflict",
 	pipeline.Unavailable:  "internal",
 	pipeline.Internal:     "internal",
+	pipeline.TooSlow:      "invalid",
+	pipeline.Canceled:     "client_closed",
 }
 
 // errorBody is the portal's error body: a stable code, a message for people
@@ -61,6 +67,7 @@ func invalid(field, msg string) error { return &fieldError{field: field, msg: ms
 // fail answers err with the portal table. Server errors are logged with the
 // route pattern, never with the URL, the body or a cookie.
 func fail(c *gin.Context, log *slog.Logger, err error) {
+	err = pipeline.Attribute(c.Request.Context(), err)
 	kind := pipeline.KindOf(err)
 	body := errorBody{Error: codeOf[kind], Message: pipeline.MessageOf(err)}
 	var fe *fieldError

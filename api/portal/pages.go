@@ -86,7 +86,7 @@ func (h *Handler) render(c *gin.Context, status int, name string, p web.Page) {
 }
 
 func (h *Handler) errorPage(c *gin.Context, err error) {
-	kind := pipeline.KindOf(err)
+	kind := pipeline.KindOf(pipeline.Attribute(c.Request.Context(), err))
 	status := statusOf[kind]
 	if status == 0 || status == http.StatusInternalServerError {
 		status = http.StatusInternalServerError

@@ -19,6 +19,8 @@ type Config struct {
 	DataDir         string         `yaml:"data_dir"`
 	DatabaseURL     string         `yaml:"database_url"`
 	MaxBodyBytes    int64          `yaml:"max_body_bytes"`
+	ReadTimeout     time.Duration  `yaml:"read_timeout"`
+	WriteTimeout    time.Duration  `yaml:"write_timeout"`
 	RateLimit       float64        `yaml:"rate_limit"`
 	RateBurst       int            `yaml:"rate_burst"`
 	RetryAfter      time.Duration  `yaml:"retry_after"`
@@ -54,6 +56,7 @@ type InboxConfig struct {
 	Lease        time.Duration `yaml:"lease"`
 	MaxFileBytes int64         `yaml:"max_file_bytes"`
 	WebhookToken string        `yaml:"webhook_token"`
+	WebhookOpen  bool          `yaml:"webhook_open"`
 }
 
 // MakoConfig configures the market communication with the DSOs.
@@ -100,6 +103,8 @@ func defaultConfig() Config {
 		Addr:            "127.0.0.1:8080",
 		DataDir:         "./var",
 		MaxBodyBytes:    64 << 20,
+		ReadTimeout:     60 * time.Second,
+		WriteTimeout:    60 * time.Second,
 		RateLimit:       50,
 		RetryAfter:      5 * time.Second,
 		ShutdownTimeout: 30 * time.Second,
@@ -126,6 +131,8 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_DATA_DIR", func(c *Config, v string) error { c.DataDir = v; return nil }},
 	{"SCHEDBRIDGE_DATABASE_URL", func(c *Config, v string) error { c.DatabaseURL = v; return nil }},
 	{"SCHEDBRIDGE_MAX_BODY_BYTES", func(c *Config, v string) (err error) { c.MaxBodyBytes, err = strconv.ParseInt(v, 10, 64); return }},
+	{"SCHEDBRIDGE_READ_TIMEOUT", func(c *Config, v string) (err error) { c.ReadTimeout, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_WRITE_TIMEOUT", func(c *Config, v string) (err error) { c.WriteTimeout, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_RATE_LIMIT", func(c *Config, v string) (err error) { c.RateLimit, err = strconv.ParseFloat(v, 64); return }},
 	{"SCHEDBRIDGE_RATE_BURST", func(c *Config, v string) (err error) { c.RateBurst, err = strconv.Atoi(v); return }},
 	{"SCHEDBRIDGE_RETRY_AFTER", func(c *Config, v string) (err error) { c.RetryAfter, err = time.ParseDuration(v); return }},
@@ -144,6 +151,7 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_INBOX_LEASE", func(c *Config, v string) (err error) { c.Inbox.Lease, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_INBOX_MAX_FILE_BYTES", func(c *Config, v string) (err error) { c.Inbox.MaxFileBytes, err = strconv.ParseInt(v, 10, 64); return }},
 	{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN", func(c *Config, v string) error { c.Inbox.WebhookToken = v; return nil }},
+	{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN", func(c *Config, v string) (err error) { c.Inbox.WebhookOpen, err = strconv.ParseBool(v); return }},
 	{"SCHEDBRIDGE_SCHEDULER", func(c *Config, v string) (err error) { c.Pipeline.Scheduler, err = strconv.ParseBool(v); return }},
 	{"SCHEDBRIDGE_STAGE_ATTEMPTS", func(c *Config, v string) (err error) { c.Pipeline.Attempts, err = strconv.Atoi(v); return }},
 	{"SCHEDBRIDGE_STAGE_BACKOFF", func(c *Config, v string) (err error) { c.Pipeline.Backoff, err = time.ParseDuration(v); return }},
@@ -207,6 +215,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	if c.MaxBodyBytes <= 0 {
 		return c, fmt.Errorf("max_body_bytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 {
+		return c, fmt.Errorf("read_timeout and write_timeout must be positive")
+	}
+	if c.Inbox.WebhookOpen && c.Inbox.WebhookToken != "" {
+		return c, fmt.Errorf("inbox: webhook_open and webhook_token exclude each other; with a token the webhook is not open")
 	}
 	if c.Inbox.Interval <= 0 || c.Inbox.Lease < 3*time.Second || c.Inbox.MaxFileBytes <= 0 {
 		return c, fmt.Errorf("inbox: interval and max_file_bytes must be positive and the lease at least 3s")

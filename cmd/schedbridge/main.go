@@ -489,21 +489,33 @@ func (a *app) serve(ctx context.Context) error {
 		go func() { defer close(sweepDone); a.sweepPortal(sweepCtx, db) }()
 	}
 	webhook := ""
-	if a.cfg.Inbox.WebhookToken != "" {
+	switch {
+	case a.cfg.Inbox.WebhookToken != "":
 		webhook = pipeline.HashKey(a.cfg.Inbox.WebhookToken)
+	case a.cfg.Inbox.WebhookOpen:
+		a.log.Warn("the bucket-notification webhook is open: anyone who reaches POST /v1/inbox/events "+
+			"can wake the inbox scan; keep the route reachable from the S3 server only", "addr", a.cfg.Addr)
 	}
 	srv := api.New(api.Config{
 		MaxBodyBytes: a.cfg.MaxBodyBytes, RatePerSecond: a.cfg.RateLimit, RateBurst: a.cfg.RateBurst,
 		RetryAfter: a.cfg.RetryAfter, Logger: a.log, Registry: reg, WebhookTokenHash: webhook,
+		WebhookOpen: a.cfg.Inbox.WebhookOpen, WriteTimeout: a.cfg.WriteTimeout,
 	}, deps)
 
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", a.cfg.Addr, err)
 	}
+	// ReadTimeout bounds receiving each whole request, headers and body,
+	// and net/http lifts it once the body is in, so a slow handler is not
+	// cut; the headers alone get at most 10 s. There is deliberately no
+	// WriteTimeout: it would count from the end of the headers and cut the
+	// answers of long runs, so the API sets the write deadline per answer
+	// (api/deadline.go).
 	hs := &http.Server{
 		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       a.cfg.ReadTimeout,
+		ReadHeaderTimeout: min(10*time.Second, a.cfg.ReadTimeout),
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}

@@ -49,13 +49,16 @@ func (in *instance) metric(sample string) float64 {
 
 // withWebhookInbox points the instance at the bucket and sets a scan interval
 // that no test outlives, so that a file is processed promptly only when a
-// bucket notification wakes the scan.
+// bucket notification wakes the scan. Without a token, the webhook is opened
+// explicitly, as it is off otherwise.
 func (in *instance) withWebhookInbox(c objstore.S3Config, token string) {
 	in.env = append(in.env, "SCHEDBRIDGE_INBOX_INTERVAL=1h", "SCHEDBRIDGE_LOG_LEVEL=debug",
 		"SCHEDBRIDGE_S3_ENDPOINT="+c.Endpoint, "SCHEDBRIDGE_S3_BUCKET="+c.Bucket,
 		"SCHEDBRIDGE_S3_ACCESS_KEY="+c.AccessKey, "SCHEDBRIDGE_S3_SECRET_KEY="+c.SecretKey)
 	if token != "" {
 		in.env = append(in.env, "SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN="+token)
+	} else {
+		in.env = append(in.env, "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN=true")
 	}
 }
 
@@ -155,8 +158,9 @@ func TestWebhookMinIO(t *testing.T) {
 
 // TestWebhookVersity has a real versitygw notify serve of an upload. versitygw
 // sends no Authorization header and has no setting for one, so serve runs
-// without a webhook token here (a reverse proxy in front of serve could add
-// it). versitygw posts a test event while it starts and refuses to start when
+// with the webhook opened explicitly here, on loopback (a reverse proxy in
+// front of serve could add a token instead), and warns that it is open.
+// versitygw posts a test event while it starts and refuses to start when
 // nothing listens, so a stand-in answers on serve's address until serve runs.
 func TestWebhookVersity(t *testing.T) {
 	in := newInstance(t, sqldb.SQLite)
@@ -172,7 +176,7 @@ func TestWebhookVersity(t *testing.T) {
 	standIn.Close()
 	in.withWebhookInbox(s3, "")
 	key := in.setup()
-	_, logs := in.serve()
+	srv, logs := in.serve()
 	waitFor(t, "the start-up scan", 30*time.Second, func() bool { return in.metric(scansMetric) == 1 })
 
 	in.putAndAwait(key, 50, logs)
@@ -181,4 +185,13 @@ func TestWebhookVersity(t *testing.T) {
 	// lower bounds are exact.
 	waitFor(t, "versitygw's notifications to be counted", 10*time.Second, func() bool { return in.metric(hookAccepted) >= 1 })
 	waitFor(t, "the woken scan to end", 10*time.Second, func() bool { return in.metric(scansMetric) >= 2 })
+	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Wait(); err != nil {
+		t.Errorf("serve exit: %v", err)
+	}
+	if !strings.Contains(logs.String(), "the bucket-notification webhook is open") {
+		t.Error("serve did not warn that the webhook is open")
+	}
 }

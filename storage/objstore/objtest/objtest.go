@@ -149,6 +149,11 @@ func MinIOWithWebhook(tb testing.TB, endpointURL, token string) objstore.S3Confi
 	env := []string{
 		"MINIO_NOTIFY_WEBHOOK_ENABLE_" + minioWebhookID + "=on",
 		"MINIO_NOTIFY_WEBHOOK_ENDPOINT_" + minioWebhookID + "=" + endpointURL,
+		// MinIO registers its notification targets in the background after
+		// it reports ready, and until then refuses a bucket notification
+		// that names one (ErrARNNotification). A synchronous boot holds its
+		// S3 API until the targets are registered.
+		"MINIO_SYNC_BOOT=on",
 	}
 	if token != "" {
 		env = append(env, "MINIO_NOTIFY_WEBHOOK_AUTH_TOKEN_"+minioWebhookID+"="+token)
