@@ -287,15 +287,22 @@ func TestBearerTokens(t *testing.T) {
 	})
 }
 
-// TestBearerKeyRotation: the issuer restarts with a new signing key; its new
-// tokens are accepted without restarting us, after one refresh of the key
-// set that the unknown kid triggers.
-func TestBearerKeyRotation(t *testing.T) {
+// registeredIdP is a machine IdP registered on SQLite with the test's
+// clients, and a data token of "trader".
+func registeredIdP(t *testing.T) (*portaltest.IdP, *fixture, string) {
+	t.Helper()
 	idp := machineIdP(t, 0)
 	f := newFixture(t, sqldb.SQLite, api.Config{})
 	registerIssuer(t, f.db, idp)
 	registerClients(t, f.db, idp.Issuer)
-	old := tokenOf(t, idp, "trader", audience, "schedbridge:data")
+	return idp, f, tokenOf(t, idp, "trader", audience, "schedbridge:data")
+}
+
+// TestBearerKeyRotation: the issuer restarts with a new signing key; its new
+// tokens are accepted without restarting us, after one refresh of the key
+// set that the unknown kid triggers.
+func TestBearerKeyRotation(t *testing.T) {
+	idp, f, old := registeredIdP(t)
 	iat := issuedAt(t, old)
 	clk := clocktest.New(iat.Add(time.Second))
 	f.srv = bearerServer(t, f, clk, api.Config{}, 0)
@@ -337,11 +344,7 @@ func TestBearerKeyRotation(t *testing.T) {
 // fetched, with none cached, gives 503 with Retry-After; the token may be
 // good, so the client should retry rather than give up.
 func TestBearerKeysUnavailable(t *testing.T) {
-	idp := machineIdP(t, 0)
-	f := newFixture(t, sqldb.SQLite, api.Config{})
-	registerIssuer(t, f.db, idp)
-	registerClients(t, f.db, idp.Issuer)
-	tok := tokenOf(t, idp, "trader", audience, "schedbridge:data")
+	idp, f, tok := registeredIdP(t)
 	idp.Stop()
 	clk := clocktest.New(issuedAt(t, tok).Add(time.Second))
 	f.srv = bearerServer(t, f, clk, api.Config{}, 0)

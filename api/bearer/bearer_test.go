@@ -238,7 +238,9 @@ func TestVerify(t *testing.T) {
 		{"missing iss", func() string { return sign(t, with("iss", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, `"iss" is missing`},
 		{"unregistered issuer", func() string { return sign(t, claims(other.url()), jwa.RS256(), otherKey, "at+jwt") }, 0, "is not registered"},
 		{"foreign key, same kid", func() string { return sign(t, claims(is.url()), jwa.RS256(), otherKey, "at+jwt") }, 0, "signature does not verify"},
-		{"key of another alg", func() string { return sign(t, claims(is.url()), jwa.PS256(), rsKeyAs(t, rsKey, "ps"), "at+jwt") }, 0, "signature does not verify"},
+		{"key of another alg", func() string {
+			return sign(t, claims(is.url()), jwa.PS256(), relabel(t, rsKey, "ps", jwa.PS256()), "at+jwt")
+		}, 0, "signature does not verify"},
 		{"alg none", func() string {
 			return forge(t, map[string]any{"alg": "none", "typ": "at+jwt", "kid": "rs"}, claims(is.url()), nil)
 		}, 0, `algorithm "none" is not accepted`},
@@ -279,27 +281,37 @@ func TestVerify(t *testing.T) {
 	}
 }
 
-// rsKeyAs is the RSA key re-labelled with another kid, to sign under an
-// algorithm the published key does not declare.
-func rsKeyAs(t *testing.T, k jwk.Key, kid string) jwk.Key {
+// relabel is a copy of a private key published under another kid, and
+// under another alg when alg is not nil: a key the issuer's set does not
+// hold under that name.
+func relabel(t *testing.T, k jwk.Key, kid string, alg jwa.SignatureAlgorithm) jwk.Key {
+	t.Helper()
 	c, err := k.Clone()
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Set(jwk.KeyIDKey, kid)
-	_ = c.Set(jwk.AlgorithmKey, jwa.PS256())
+	if alg != (jwa.SignatureAlgorithm{}) {
+		_ = c.Set(jwk.AlgorithmKey, alg)
+	}
 	return c
+}
+
+// oneKey is an issuer with one key, registered, and a verifier on a clock
+// at t0.
+func oneKey(t *testing.T, alg jwa.SignatureAlgorithm) (*issuer, jwk.Key, *clocktest.Clock, *bearer.Verifier) {
+	is := newIssuer(t)
+	k := is.addKey(t, alg, "k1")
+	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
+	c := clocktest.New(t0)
+	return is, k, c, newVerifier(t, reg, c)
 }
 
 // TestKeyRotation: a token signed with a key the cached set does not hold
 // makes the verifier fetch the set again, but at most once per refresh
 // interval, so forged kids cannot turn into a flood of fetches.
 func TestKeyRotation(t *testing.T) {
-	is := newIssuer(t)
-	k1 := is.addKey(t, jwa.RS256(), "k1")
-	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
-	c := clocktest.New(t0)
-	v := newVerifier(t, reg, c)
+	is, k1, c, v := oneKey(t, jwa.RS256())
 	ctx := context.Background()
 	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k1, "at+jwt")); err != nil {
 		t.Fatal(err)
@@ -310,7 +322,7 @@ func TestKeyRotation(t *testing.T) {
 	}
 	// Forged kids within the interval: no fetch.
 	for range 20 {
-		forged := sign(t, claims(is.url()), jwa.RS256(), rsKeyWithKid(t, k1, "made-up"), "at+jwt")
+		forged := sign(t, claims(is.url()), jwa.RS256(), relabel(t, k1, "made-up", jwa.SignatureAlgorithm{}), "at+jwt")
 		if _, err := v.Verify(ctx, forged); pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), `key id "made-up"`) {
 			t.Fatalf("forged kid: %v", err)
 		}
@@ -338,24 +350,11 @@ func TestKeyRotation(t *testing.T) {
 	}
 }
 
-func rsKeyWithKid(t *testing.T, k jwk.Key, kid string) jwk.Key {
-	c, err := k.Clone()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = c.Set(jwk.KeyIDKey, kid)
-	return c
-}
-
 // TestKeysUnavailable: when the issuer's keys cannot be fetched and none
 // are cached, the answer is Unavailable (503, retry), not Unauthorized;
 // once fetched, an outage of the issuer does not matter.
 func TestKeysUnavailable(t *testing.T) {
-	is := newIssuer(t)
-	k := is.addKey(t, jwa.ES256(), "k")
-	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
-	c := clocktest.New(t0)
-	v := newVerifier(t, reg, c)
+	is, k, c, v := oneKey(t, jwa.ES256())
 	ctx := context.Background()
 	tok := sign(t, claims(is.url()), jwa.ES256(), k, "at+jwt")
 	is.down.Store(true)
