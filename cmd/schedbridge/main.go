@@ -293,20 +293,12 @@ func (a *app) key(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "create":
 		fs := newFlagSet("key create", a.stderr)
-		scope := fs.String("scope", "", "data, process, report or mobile (required)")
-		portfolio := fs.String("portfolio", "", "portfolio of a data or report key")
-		label := fs.String("label", "", "free text to recognise the key by")
-		pos, err := parseInterspersed(fs, args[1:])
+		ent := entitlementFlags(fs, "key")
+		sc, err := ent.parse(fs, args[1:])
 		if err != nil {
 			return err
 		}
-		if len(pos) != 0 {
-			return usagef("key create: unexpected argument %q", pos[0])
-		}
-		sc, err := pipeline.ParseScope(*scope)
-		if err != nil {
-			return err
-		}
+		portfolio, label := ent.portfolio, ent.label
 		id, secret, err := pipeline.NewKey(rand.Reader)
 		if err != nil {
 			return err
@@ -346,6 +338,30 @@ func (a *app) key(ctx context.Context, args []string) error {
 		return nil
 	}
 	return usagef("key: unknown subcommand %q", args[0])
+}
+
+// entitlement holds the flags that say what a key or a machine client is
+// entitled to: its scope and portfolio, and a label to recognise it by.
+type entitlement struct{ scope, portfolio, label *string }
+
+func entitlementFlags(fs *flag.FlagSet, what string) entitlement {
+	return entitlement{
+		scope:     fs.String("scope", "", "data, process, report or mobile (required)"),
+		portfolio: fs.String("portfolio", "", "portfolio of a data or report "+what),
+		label:     fs.String("label", "", "free text to recognise the "+what+" by"),
+	}
+}
+
+// parse parses a command that takes flags only, and its scope.
+func (e entitlement) parse(fs *flag.FlagSet, args []string) (pipeline.Scope, error) {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) != 0 {
+		return "", usagef("%s: unexpected argument %q", fs.Name(), pos[0])
+	}
+	return pipeline.ParseScope(*e.scope)
 }
 
 // listCmd prints what fetch returns as a table, or as JSON with --json.

@@ -86,23 +86,15 @@ func (a *app) client(ctx context.Context, args []string) error {
 		fs := newFlagSet("client add", a.stderr)
 		issuer := fs.String("issuer", "", "URL of a registered issuer (required)")
 		clientID := fs.String("client-id", "", "the client_id claim of the client's tokens (required)")
-		scope := fs.String("scope", "", "data, process, report or mobile (required)")
-		portfolio := fs.String("portfolio", "", "portfolio of a data or report client")
-		label := fs.String("label", "", "free text to recognise the client by")
-		pos, err := parseInterspersed(fs, args[1:])
+		ent := entitlementFlags(fs, "client")
+		sc, err := ent.parse(fs, args[1:])
 		if err != nil {
 			return err
-		}
-		if len(pos) != 0 {
-			return usagef("client add: unexpected argument %q", pos[0])
 		}
 		if *issuer == "" || *clientID == "" {
 			return usagef("client add: --issuer and --client-id are required")
 		}
-		sc, err := pipeline.ParseScope(*scope)
-		if err != nil {
-			return err
-		}
+		portfolio, label := ent.portfolio, ent.label
 		var b [5]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return err
