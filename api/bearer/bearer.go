@@ -70,7 +70,13 @@ type Config struct {
 	// Remember is how many verified tokens are remembered until they
 	// expire (default 10,000); a negative value remembers none.
 	Remember int
-	Logger   *slog.Logger
+	// IssuerTTL is how long a registered issuer's row is reused before it
+	// is read again (default 10 s; negative: read on every token). A
+	// changed audience reaches a replica within it; a removal needs no
+	// wait, because it revokes the issuer's clients, whose registrations
+	// the API reads on every request.
+	IssuerTTL time.Duration
+	Logger    *slog.Logger
 }
 
 // Token is what the API needs of a verified access token.
@@ -112,6 +118,16 @@ type Verifier struct {
 	// registration on every request; removing an issuer revokes its
 	// clients.
 	verified *lru.Cache[[sha256.Size]byte, Token]
+
+	// issuerRows holds registered issuers read within IssuerTTL. Only
+	// found issuers are kept, so the map is as small as the registry,
+	// whatever iss values strangers send.
+	issuerRows map[string]issuerRow
+}
+
+type issuerRow struct {
+	iss  pipeline.TokenIssuer
+	read time.Time
 }
 
 // New starts the key cache; it lives until ctx ends or Close is called.
@@ -140,7 +156,10 @@ func New(ctx context.Context, issuers Issuers, cfg Config) (*Verifier, error) {
 	if cfg.Remember == 0 {
 		cfg.Remember = 10000
 	}
-	v := &Verifier{issuers: issuers, cfg: cfg, log: cfg.Logger, sources: map[string]*keySource{}}
+	if cfg.IssuerTTL == 0 {
+		cfg.IssuerTTL = 10 * time.Second
+	}
+	v := &Verifier{issuers: issuers, cfg: cfg, log: cfg.Logger, sources: map[string]*keySource{}, issuerRows: map[string]issuerRow{}}
 	if cfg.Remember > 0 {
 		var err error
 		if v.verified, err = lru.New[[sha256.Size]byte, Token](cfg.Remember); err != nil {
@@ -234,7 +253,7 @@ func (v *Verifier) verify(ctx context.Context, raw string) (Token, error) {
 	if unverified.Iss == "" {
 		return Token{}, invalid(`required claim "iss" is missing`)
 	}
-	iss, err := v.issuers.TokenIssuer(ctx, unverified.Iss)
+	iss, err := v.issuer(ctx, unverified.Iss)
 	switch {
 	case pipeline.KindOf(err) == pipeline.NotFound:
 		return Token{}, invalid("issuer %q is not registered", unverified.Iss)
@@ -279,6 +298,29 @@ func (v *Verifier) verify(ctx context.Context, raw string) (Token, error) {
 		out.Scopes = strings.Fields(scope)
 	}
 	return out, nil
+}
+
+// issuer reads a registered issuer, reusing a row read within IssuerTTL:
+// the row is one query of a token's first request, as much as the rest of
+// the checks (docs/benchmarks.md).
+func (v *Verifier) issuer(ctx context.Context, url string) (pipeline.TokenIssuer, error) {
+	now := v.cfg.Now()
+	v.mu.Lock()
+	row, ok := v.issuerRows[url]
+	v.mu.Unlock()
+	if ok && now.Sub(row.read) < v.cfg.IssuerTTL {
+		return row.iss, nil
+	}
+	iss, err := v.issuers.TokenIssuer(ctx, url)
+	if err != nil {
+		return iss, err
+	}
+	if v.cfg.IssuerTTL > 0 {
+		v.mu.Lock()
+		v.issuerRows[url] = issuerRow{iss: iss, read: now}
+		v.mu.Unlock()
+	}
+	return iss, nil
 }
 
 // ruleOf names the claim check that refused a token.

@@ -396,7 +396,10 @@ func TestRemember(t *testing.T) {
 	k := is.addKey(t, jwa.RS256(), "k")
 	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
 	c := clocktest.New(t0)
-	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// Every check reads the issuer's row here, so that the count of
+	// lookups is the count of tokens checked.
+	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, IssuerTTL: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,4 +433,40 @@ func TestRemember(t *testing.T) {
 func with(c map[string]any, k string, v any) map[string]any {
 	c[k] = v
 	return c
+}
+
+// TestIssuerTTL: the issuer's row is reused for IssuerTTL (10 s by
+// default), then read again, so that a changed audience reaches every
+// replica within it.
+func TestIssuerTTL(t *testing.T) {
+	is := newIssuer(t)
+	k := is.addKey(t, jwa.RS256(), "k")
+	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
+	c := clocktest.New(t0)
+	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, Remember: -1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	ctx := context.Background()
+	tok := sign(t, claims(is.url()), jwa.RS256(), k, "at+jwt")
+	for range 3 {
+		if _, err := v.Verify(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := reg.n.Load(); n != 1 {
+		t.Errorf("lookups within the TTL: %d, want 1", n)
+	}
+	// The audience changes; after the TTL the token for the old one is
+	// refused.
+	reg.registry[is.url()] = pipeline.TokenIssuer{URL: is.url(), Audience: "https://new.example.com", JWKSURI: is.url() + "/jwks"}
+	c.Add(11 * time.Second)
+	if _, err := v.Verify(ctx, tok); pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), "audience") {
+		t.Errorf("after the TTL: %v", err)
+	}
+	if n := reg.n.Load(); n != 2 {
+		t.Errorf("lookups after the TTL: %d, want 2", n)
+	}
 }
