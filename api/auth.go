@@ -69,27 +69,31 @@ const (
 func (s *Server) requireScope(scopes ...pipeline.Scope) gin.HandlerFunc {
 	wanted := strings.Join(stringsOf(scopes), " or ")
 	return func(c *gin.Context) {
-		p, err := s.authenticate(c)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		c.Set(ctxPrincipal, p)
-		if a := auditOf(c); a != nil {
+		p, challenge, err := s.authenticate(c)
+		// The trail names whoever was found, also when the token then fails
+		// on its scope claim.
+		if a := auditOf(c); a != nil && p.ID != "" {
 			if !p.isClient() {
 				a.KeyID = p.ID
 			}
 			a.Issuer, a.ClientID, a.PortfolioID = p.Issuer, p.ClientID, p.PortfolioID
 		}
-		if !slices.Contains(scopes, p.Scope) {
+		if err == nil && !slices.Contains(scopes, p.Scope) {
 			if p.isClient() {
-				c.Header("WWW-Authenticate", insufficientScope(scopes))
-				s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s client; %s is registered with scope %s", wanted, p, p.Scope))
-				return
+				challenge = insufficientScope(scopes...)
+				err = pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s client; %s is registered with scope %s", wanted, p, p.Scope)
+			} else {
+				err = pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", wanted, p.ID, p.Scope)
 			}
-			s.fail(c, pipeline.Errorf(pipeline.Forbidden, "this endpoint needs a %s key; key %s has scope %s", wanted, p.ID, p.Scope))
+		}
+		if err != nil {
+			if challenge != "" {
+				c.Header("WWW-Authenticate", challenge)
+			}
+			s.fail(c, err)
 			return
 		}
+		c.Set(ctxPrincipal, p)
 		if p.PortfolioID != "" {
 			pf, err := s.deps.Portfolios.Portfolio(c.Request.Context(), p.PortfolioID)
 			if err != nil {
@@ -104,7 +108,7 @@ func (s *Server) requireScope(scopes ...pipeline.Scope) gin.HandlerFunc {
 
 // insufficientScope is the challenge of a 403 for a token: the scope values
 // that would have been accepted.
-func insufficientScope(scopes []pipeline.Scope) string {
+func insufficientScope(scopes ...pipeline.Scope) string {
 	vals := make([]string, len(scopes))
 	for i, sc := range scopes {
 		vals[i] = pipeline.TokenScopeValue(sc)
@@ -113,80 +117,74 @@ func insufficientScope(scopes []pipeline.Scope) string {
 }
 
 // authenticate finds the principal of a request. Exactly one credential
-// is accepted: one X-API-Key header or one bearer token.
-func (s *Server) authenticate(c *gin.Context) (principal, error) {
+// is accepted: one X-API-Key header or one bearer token. A refusal comes
+// with its RFC 6750 challenge; "" leaves fail's plain one.
+func (s *Server) authenticate(c *gin.Context) (principal, string, error) {
 	keys := c.Request.Header.Values(headerAPIKey)
 	auths := c.Request.Header.Values("Authorization")
 	switch {
 	case len(keys) > 0 && len(auths) > 0:
-		c.Header("WWW-Authenticate", challengeInvalidReq)
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "send either an X-API-Key header or an Authorization: Bearer token, not both")
+		return principal{}, challengeInvalidReq, pipeline.Errorf(pipeline.Unauthorized, "send either an X-API-Key header or an Authorization: Bearer token, not both")
 	case len(keys) > 1:
-		c.Header("WWW-Authenticate", challengeInvalidReq)
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "send exactly one X-API-Key header")
+		return principal{}, challengeInvalidReq, pipeline.Errorf(pipeline.Unauthorized, "send exactly one X-API-Key header")
 	case len(auths) > 1:
-		c.Header("WWW-Authenticate", challengeInvalidReq)
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "send exactly one Authorization header")
+		return principal{}, challengeInvalidReq, pipeline.Errorf(pipeline.Unauthorized, "send exactly one Authorization header")
 	case len(auths) == 1:
 		scheme, token, _ := strings.Cut(auths[0], " ")
 		if !strings.EqualFold(scheme, "Bearer") {
-			return principal{}, pipeline.Errorf(pipeline.Unauthorized, "the Authorization header takes a bearer token only; send an API key in the X-API-Key header")
+			return principal{}, "", pipeline.Errorf(pipeline.Unauthorized, "the Authorization header takes a bearer token only; send an API key in the X-API-Key header")
 		}
-		return s.authenticateToken(c, strings.TrimSpace(token))
+		p, err := s.authenticateToken(c.Request.Context(), strings.TrimSpace(token))
+		switch kind := pipeline.KindOf(err); {
+		case kind == pipeline.Unauthorized:
+			return p, challengeInvalidToken, err
+		case kind == pipeline.Forbidden:
+			return p, insufficientScope(p.Scope), err
+		}
+		return p, "", err
 	case len(keys) == 0:
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "missing credential: send an API key in the X-API-Key header or an access token as Authorization: Bearer")
+		return principal{}, "", pipeline.Errorf(pipeline.Unauthorized, "missing credential: send an API key in the X-API-Key header or an access token as Authorization: Bearer")
 	}
 	key, err := s.deps.Keys.KeyByHash(c.Request.Context(), pipeline.HashKey(keys[0]))
 	switch {
 	case pipeline.KindOf(err) == pipeline.NotFound:
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid API key")
+		return principal{}, "", pipeline.Errorf(pipeline.Unauthorized, "invalid API key")
 	case err != nil:
-		return principal{}, err
+		return principal{}, "", err
 	case key.Revoked():
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "API key %s has been revoked", key.ID)
+		return principal{}, "", pipeline.Errorf(pipeline.Unauthorized, "API key %s has been revoked", key.ID)
 	}
-	return principal{ID: key.ID, Scope: key.Scope, PortfolioID: key.PortfolioID}, nil
+	return principal{ID: key.ID, Scope: key.Scope, PortfolioID: key.PortfolioID}, "", nil
 }
 
 // authenticateToken verifies an access token and finds its client's
 // registration, which alone decides scope and portfolio. The token must
 // also carry the registered scope's value in its scope claim, so that a
-// client asks its issuer for exactly what it uses.
-func (s *Server) authenticateToken(c *gin.Context, raw string) (principal, error) {
-	if s.deps.Tokens == nil || s.deps.TokenClients == nil {
-		c.Header("WWW-Authenticate", challengeInvalidToken)
+// client asks its issuer for exactly what it uses; that refusal (403)
+// returns the principal, for the audit trail.
+func (s *Server) authenticateToken(ctx context.Context, raw string) (principal, error) {
+	switch {
+	case s.deps.Tokens == nil || s.deps.TokenClients == nil:
 		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: this server accepts no access tokens; send the key in the X-API-Key header")
-	}
-	if raw == "" {
-		c.Header("WWW-Authenticate", challengeInvalidToken)
+	case raw == "":
 		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the token is empty")
 	}
-	ctx := c.Request.Context()
 	tok, err := s.deps.Tokens.Verify(ctx, raw)
 	if err != nil {
-		if pipeline.KindOf(err) == pipeline.Unauthorized {
-			c.Header("WWW-Authenticate", challengeInvalidToken)
-		}
 		return principal{}, err
 	}
 	reg, err := s.deps.TokenClients.ActiveTokenClient(ctx, tok.Issuer, tok.ClientID)
 	switch {
 	case pipeline.KindOf(err) == pipeline.NotFound:
-		c.Header("WWW-Authenticate", challengeInvalidToken)
 		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: client %s of issuer %s is not registered", tok.ClientID, tok.Issuer)
 	case err != nil:
 		return principal{}, err
 	case reg.Revoked():
-		c.Header("WWW-Authenticate", challengeInvalidToken)
 		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the registration of client %s of issuer %s has been revoked", tok.ClientID, tok.Issuer)
 	}
 	p := principal{ID: reg.ID, Scope: reg.Scope, PortfolioID: reg.PortfolioID, Issuer: reg.Issuer, ClientID: reg.ClientID}
 	if want := pipeline.TokenScopeValue(reg.Scope); !tok.HasScope(want) {
-		if a := auditOf(c); a != nil {
-			a.Issuer, a.ClientID = p.Issuer, p.ClientID
-		}
-		c.Header("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s"`, want))
-		return principal{}, pipeline.Errorf(pipeline.Forbidden, "the token's scope claim does not contain %s, the scope %s is registered with", want, p)
+		return p, pipeline.Errorf(pipeline.Forbidden, "the token's scope claim does not contain %s, the scope %s is registered with", want, p)
 	}
 	return p, nil
 }
@@ -207,8 +205,8 @@ func (s *Server) limiter(keyID string) *rate.Limiter {
 }
 
 // rateLimit applies a token bucket per principal (key or token client); it
-// runs after authentication
-// so that one client's burst never throttles another.
+// runs after authentication so that one client's burst never throttles
+// another.
 func (s *Server) rateLimit(c *gin.Context) {
 	if s.cfg.RatePerSecond <= 0 {
 		c.Next()

@@ -248,8 +248,21 @@ func TestBearerTokens(t *testing.T) {
 			posted.PortfolioID != "p1" || posted.Outcome != "created" {
 			t.Errorf("audit of the token's submission: %+v", posted)
 		}
-		if e := entries[len(entries)-1]; e.Endpoint == "" {
-			t.Errorf("audit: %+v", e)
+		// Refused tokens are in the trail too: every 401 of the table on a
+		// data route, and the key-and-token request.
+		want401, got401 := 1, 0
+		for _, tc := range tests {
+			if tc.want == 401 && strings.HasPrefix(tc.path, "/v1/forecasts") {
+				want401++
+			}
+		}
+		for _, e := range entries {
+			if e.StatusCode == 401 {
+				got401++
+			}
+		}
+		if got401 != want401 {
+			t.Errorf("audit entries of refused tokens: %d, want %d", got401, want401)
 		}
 
 		// Expiry: 5 minutes of lifetime plus 60 s of skew.

@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -90,14 +91,7 @@ type Token struct {
 }
 
 // HasScope reports whether the token's scope claim holds the value.
-func (t Token) HasScope(v string) bool {
-	for _, s := range t.Scopes {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
+func (t Token) HasScope(v string) bool { return slices.Contains(t.Scopes, v) }
 
 // Verifier checks access tokens against the registered issuers and their
 // cached key sets.
@@ -345,9 +339,9 @@ func ruleOf(err error, iss pipeline.TokenIssuer) error {
 }
 
 // key finds the verification key of kid in the issuer's key set. The set
-// is fetched on first use and refreshed, at most once per RefreshEvery per
-// issuer, when a token names a kid it does not hold: that is how key
-// rotation at the issuer reaches us without a restart.
+// is fetched on first use and refreshed, within the issuer's budget, when a
+// token names a kid it does not hold: that is how key rotation at the
+// issuer reaches us without a restart.
 func (v *Verifier) key(ctx context.Context, iss pipeline.TokenIssuer, kid string, alg jwa.SignatureAlgorithm) (jwk.Key, error) {
 	set, err := v.keySet(ctx, iss)
 	if err != nil {
@@ -356,27 +350,11 @@ func (v *Verifier) key(ctx context.Context, iss pipeline.TokenIssuer, kid string
 	if k, ok := pick(set, kid, alg); ok {
 		return k, nil
 	}
-	s := v.source(iss.JWKSURI)
-	s.fetch.Lock()
-	defer s.fetch.Unlock()
-	// Another request may have refreshed the set while this one waited.
-	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil {
-		if k, ok := pick(set, kid, alg); ok {
+	fresh, err := v.fetch(ctx, iss, func(set jwk.Set) bool { _, ok := pick(set, kid, alg); return ok })
+	if err == nil {
+		if k, ok := pick(fresh, kid, alg); ok {
 			return k, nil
 		}
-	}
-	if !s.budget.AllowN(v.cfg.Now(), 1) {
-		return nil, invalid("key id %q is not in the issuer's key set", kid)
-	}
-	fctx, cancel := context.WithTimeout(ctx, v.cfg.FetchTimeout)
-	defer cancel()
-	fresh, err := v.cache.Refresh(fctx, iss.JWKSURI)
-	if err != nil {
-		v.log.WarnContext(ctx, "bearer: refresh of the issuer's keys failed", "issuer", iss.URL, "err", err)
-		return nil, invalid("key id %q is not in the issuer's key set", kid)
-	}
-	if k, ok := pick(fresh, kid, alg); ok {
-		return k, nil
 	}
 	return nil, invalid("key id %q is not in the issuer's key set", kid)
 }
@@ -412,31 +390,40 @@ func pick(set jwk.Set, kid string, alg jwa.SignatureAlgorithm) (jwk.Key, bool) {
 	return found, found != nil
 }
 
-// keySet returns the cached key set of an issuer, registering its JWKS URI
-// with the cache on first use. When no set has ever been fetched and a
-// fetch fails now, the answer is Unavailable: the token may be good, the
-// client should retry. Requests arriving while a fetch is under way wait
-// for it instead of starting their own.
+// keySet returns the cached key set of an issuer, fetching it on first
+// use. When no set has ever been fetched and a fetch fails now, the answer
+// is Unavailable: the token may be good, the client should retry.
 func (v *Verifier) keySet(ctx context.Context, iss pipeline.TokenIssuer) (jwk.Set, error) {
 	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil {
 		return set, nil
 	}
+	set, err := v.fetch(ctx, iss, func(jwk.Set) bool { return true })
+	if err != nil {
+		return nil, pipeline.Errorf(pipeline.Unavailable, "the keys of issuer %s cannot be fetched right now; retry later", iss.URL)
+	}
+	return set, nil
+}
+
+// fetch gets the issuer's key set from its JWKS URI, registering the URI
+// with the cache the first time, at most once per RefreshEvery per issuer.
+// Requests arriving while a fetch is under way wait for it instead of
+// starting their own, and take its set if enough tells it will do.
+func (v *Verifier) fetch(ctx context.Context, iss pipeline.TokenIssuer, enough func(jwk.Set) bool) (jwk.Set, error) {
 	s := v.source(iss.JWKSURI)
 	s.fetch.Lock()
 	defer s.fetch.Unlock()
-	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil {
+	if set, err := v.cache.Lookup(ctx, iss.JWKSURI); err == nil && enough(set) {
 		return set, nil
 	}
-	unavailable := pipeline.Errorf(pipeline.Unavailable, "the keys of issuer %s cannot be fetched right now; retry later", iss.URL)
 	if !s.budget.AllowN(v.cfg.Now(), 1) {
-		return nil, unavailable
+		return nil, errors.New("the refresh budget of the issuer's keys is spent")
 	}
 	fctx, cancel := context.WithTimeout(ctx, v.cfg.FetchTimeout)
 	defer cancel()
 	if !v.cache.IsRegistered(fctx, iss.JWKSURI) {
-		// Registered without waiting: the explicit refresh below reports a
-		// failed fetch at once, where waiting for readiness would hold the
-		// request until the timeout.
+		// Registered without waiting: the refresh below reports a failed
+		// fetch at once, where waiting for readiness would hold the request
+		// until the timeout.
 		err := v.cache.Register(fctx, iss.JWKSURI,
 			jwk.WithWaitReady(false),
 			jwk.WithHTTPClient(v.cfg.HTTPClient),
@@ -450,7 +437,7 @@ func (v *Verifier) keySet(ctx context.Context, iss pipeline.TokenIssuer) (jwk.Se
 	set, err := v.cache.Refresh(fctx, iss.JWKSURI)
 	if err != nil {
 		v.log.WarnContext(ctx, "bearer: fetch of the issuer's keys failed", "issuer", iss.URL, "jwks_uri", iss.JWKSURI, "err", err)
-		return nil, unavailable
+		return nil, err
 	}
 	return set, nil
 }

@@ -172,11 +172,11 @@ func hdrOf(t *testing.T, m map[string]any) jws.Headers {
 	return h
 }
 
-func newVerifier(t *testing.T, reg registry, c *clocktest.Clock) *bearer.Verifier {
+// newVerifier is a verifier of reg on the clock c; cfg sets the rest.
+func newVerifier(t *testing.T, reg bearer.Issuers, c *clocktest.Clock, cfg bearer.Config) *bearer.Verifier {
 	t.Helper()
-	v, err := bearer.New(context.Background(), reg, bearer.Config{
-		Now: c.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	cfg.Now, cfg.Logger = c.Now, slog.New(slog.NewTextHandler(io.Discard, nil))
+	v, err := bearer.New(context.Background(), reg, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestVerify(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := clocktest.New(t0.Add(tc.advance))
-			v := newVerifier(t, reg, c)
+			v := newVerifier(t, reg, c, bearer.Config{})
 			raw := tc.token()
 			tok, err := v.Verify(context.Background(), raw)
 			if tc.rule == "" {
@@ -297,21 +297,30 @@ func relabel(t *testing.T, k jwk.Key, kid string, alg jwa.SignatureAlgorithm) jw
 	return c
 }
 
-// oneKey is an issuer with one key, registered, and a verifier on a clock
-// at t0.
-func oneKey(t *testing.T, alg jwa.SignatureAlgorithm) (*issuer, jwk.Key, *clocktest.Clock, *bearer.Verifier) {
+// single is an issuer with one key, registered in a registry that counts
+// its lookups, and a verifier on a clock at t0.
+type single struct {
+	is  *issuer
+	key jwk.Key
+	reg *countingRegistry
+	c   *clocktest.Clock
+	v   *bearer.Verifier
+}
+
+func oneKey(t *testing.T, alg jwa.SignatureAlgorithm, cfg bearer.Config) single {
 	is := newIssuer(t)
 	k := is.addKey(t, alg, "k1")
-	reg := registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}
+	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
 	c := clocktest.New(t0)
-	return is, k, c, newVerifier(t, reg, c)
+	return single{is: is, key: k, reg: reg, c: c, v: newVerifier(t, reg, c, cfg)}
 }
 
 // TestKeyRotation: a token signed with a key the cached set does not hold
 // makes the verifier fetch the set again, but at most once per refresh
 // interval, so forged kids cannot turn into a flood of fetches.
 func TestKeyRotation(t *testing.T) {
-	is, k1, c, v := oneKey(t, jwa.RS256())
+	f := oneKey(t, jwa.RS256(), bearer.Config{})
+	is, k1, c, v := f.is, f.key, f.c, f.v
 	ctx := context.Background()
 	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k1, "at+jwt")); err != nil {
 		t.Fatal(err)
@@ -354,7 +363,8 @@ func TestKeyRotation(t *testing.T) {
 // are cached, the answer is Unavailable (503, retry), not Unauthorized;
 // once fetched, an outage of the issuer does not matter.
 func TestKeysUnavailable(t *testing.T) {
-	is, k, c, v := oneKey(t, jwa.ES256())
+	f := oneKey(t, jwa.ES256(), bearer.Config{})
+	is, k, c, v := f.is, f.key, f.c, f.v
 	ctx := context.Background()
 	tok := sign(t, claims(is.url()), jwa.ES256(), k, "at+jwt")
 	is.down.Store(true)
@@ -392,18 +402,10 @@ func (r *countingRegistry) TokenIssuer(ctx context.Context, url string) (pipelin
 // its checks run once; after exp (plus skew) it is refused like any
 // expired token, remembered or not.
 func TestRemember(t *testing.T) {
-	is := newIssuer(t)
-	k := is.addKey(t, jwa.RS256(), "k")
-	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
-	c := clocktest.New(t0)
 	// Every check reads the issuer's row here, so that the count of
 	// lookups is the count of tokens checked.
-	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, IssuerTTL: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	f := oneKey(t, jwa.RS256(), bearer.Config{IssuerTTL: -1})
+	is, k, reg, c, v := f.is, f.key, f.reg, f.c, f.v
 	ctx := context.Background()
 	tok := sign(t, claims(is.url()), jwa.RS256(), k, "at+jwt")
 	for range 3 {
@@ -415,7 +417,7 @@ func TestRemember(t *testing.T) {
 		t.Errorf("issuer lookups: %d, want 1", n)
 	}
 	// A token refused is not remembered: every try is checked.
-	bad := sign(t, with(claims(is.url()), "aud", "https://elsewhere"), jwa.RS256(), k, "at+jwt")
+	bad := sign(t, setClaim(claims(is.url()), "aud", "https://elsewhere"), jwa.RS256(), k, "at+jwt")
 	for range 2 {
 		if _, err := v.Verify(ctx, bad); pipeline.KindOf(err) != pipeline.Unauthorized {
 			t.Fatalf("bad token: %v", err)
@@ -430,7 +432,7 @@ func TestRemember(t *testing.T) {
 	}
 }
 
-func with(c map[string]any, k string, v any) map[string]any {
+func setClaim(c map[string]any, k string, v any) map[string]any {
 	c[k] = v
 	return c
 }
@@ -439,16 +441,8 @@ func with(c map[string]any, k string, v any) map[string]any {
 // default), then read again, so that a changed audience reaches every
 // replica within it.
 func TestIssuerTTL(t *testing.T) {
-	is := newIssuer(t)
-	k := is.addKey(t, jwa.RS256(), "k")
-	reg := &countingRegistry{registry: registry{is.url(): {URL: is.url(), Audience: audience, JWKSURI: is.url() + "/jwks"}}}
-	c := clocktest.New(t0)
-	v, err := bearer.New(context.Background(), reg, bearer.Config{Now: c.Now, Remember: -1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
+	f := oneKey(t, jwa.RS256(), bearer.Config{Remember: -1})
+	is, k, reg, c, v := f.is, f.key, f.reg, f.c, f.v
 	ctx := context.Background()
 	tok := sign(t, claims(is.url()), jwa.RS256(), k, "at+jwt")
 	for range 3 {

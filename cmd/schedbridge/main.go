@@ -202,6 +202,17 @@ func (a *app) openDB(ctx context.Context) (*sqldb.DB, error) {
 	return db, nil
 }
 
+// withDB runs fn on the configured database, opened as openDB does, and
+// closes it afterwards.
+func (a *app) withDB(ctx context.Context, fn func(*sqldb.DB) error) error {
+	db, err := a.openDB(ctx)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return fn(db)
+}
+
 func (a *app) migrate(ctx context.Context) error {
 	db, err := a.openDB(ctx)
 	if err != nil {
@@ -298,18 +309,12 @@ func (a *app) key(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		portfolio, label := ent.portfolio, ent.label
 		id, secret, err := pipeline.NewKey(rand.Reader)
 		if err != nil {
 			return err
 		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		k := pipeline.APIKey{ID: id, Scope: sc, PortfolioID: *portfolio, Label: *label, CreatedAt: a.now().UTC()}
-		if err := db.CreateKey(ctx, k, pipeline.HashKey(secret)); err != nil {
+		k := pipeline.APIKey{ID: id, Scope: sc, PortfolioID: *ent.portfolio, Label: *ent.label, CreatedAt: a.now().UTC()}
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.CreateKey(ctx, k, pipeline.HashKey(secret)) }); err != nil {
 			return err
 		}
 		// The secret goes to stdout and nowhere else, so that scripts can
@@ -326,12 +331,7 @@ func (a *app) key(ctx context.Context, args []string) error {
 		if len(args) != 2 {
 			return usagef("key revoke: want exactly one key ID")
 		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		if err := db.RevokeKey(ctx, args[1], a.now()); err != nil {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeKey(ctx, args[1], a.now()) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stderr, "key %s revoked\n", args[1])
@@ -372,12 +372,11 @@ func listCmd[T any](ctx context.Context, a *app, name string, args []string,
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	db, err := a.openDB(ctx)
-	if err != nil {
+	var items []T
+	err := a.withDB(ctx, func(db *sqldb.DB) (err error) {
+		items, err = fetch(db, ctx)
 		return err
-	}
-	defer db.Close()
-	items, err := fetch(db, ctx)
+	})
 	if err != nil {
 		return err
 	}

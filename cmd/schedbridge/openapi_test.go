@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,6 +50,10 @@ func runNode(t *testing.T, node, modules, dir string, env []string, args ...stri
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), append([]string{"NODE_PATH=" + modules}, env...)...)
+	// Its own process group, as in TestPortalBrowser, so that a timeout also
+	// ends a Chromium that playwright-core started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -41,12 +41,11 @@ func (a *app) issuer(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		db, err := a.openDB(ctx)
-		if err != nil {
+		var iss pipeline.TokenIssuer
+		err = a.withDB(ctx, func(db *sqldb.DB) (err error) {
+			iss, err = db.PutTokenIssuer(ctx, pipeline.TokenIssuer{URL: pos[0], Audience: *aud, JWKSURI: jwks}, a.now())
 			return err
-		}
-		defer db.Close()
-		iss, err := db.PutTokenIssuer(ctx, pipeline.TokenIssuer{URL: pos[0], Audience: *aud, JWKSURI: jwks}, a.now())
+		})
 		if err != nil {
 			return err
 		}
@@ -61,12 +60,7 @@ func (a *app) issuer(ctx context.Context, args []string) error {
 		if len(args) != 2 {
 			return usagef("issuer remove: want exactly one issuer URL")
 		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		if err := db.RemoveTokenIssuer(ctx, args[1], a.now()); err != nil {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RemoveTokenIssuer(ctx, args[1], a.now()) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stderr, "issuer %s removed; its clients are revoked\n", args[1])
@@ -94,19 +88,13 @@ func (a *app) client(ctx context.Context, args []string) error {
 		if *issuer == "" || *clientID == "" {
 			return usagef("client add: --issuer and --client-id are required")
 		}
-		portfolio, label := ent.portfolio, ent.label
 		var b [5]byte
 		if _, err := rand.Read(b[:]); err != nil {
 			return err
 		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
 		c := pipeline.TokenClient{ID: "cli_" + hex.EncodeToString(b[:]), Issuer: *issuer, ClientID: *clientID,
-			Scope: sc, PortfolioID: *portfolio, Label: *label, CreatedAt: a.now().UTC()}
-		if err := db.CreateTokenClient(ctx, c); err != nil {
+			Scope: sc, PortfolioID: *ent.portfolio, Label: *ent.label, CreatedAt: a.now().UTC()}
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.CreateTokenClient(ctx, c) }); err != nil {
 			return err
 		}
 		fmt.Fprintln(a.stdout, c.ID)
@@ -130,12 +118,7 @@ func (a *app) client(ctx context.Context, args []string) error {
 		if len(pos) != 0 || *issuer == "" || *clientID == "" {
 			return usagef("client revoke: want --issuer URL --client-id ID")
 		}
-		db, err := a.openDB(ctx)
-		if err != nil {
-			return err
-		}
-		defer db.Close()
-		if err := db.RevokeTokenClient(ctx, *issuer, *clientID, a.now()); err != nil {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeTokenClient(ctx, *issuer, *clientID, a.now()) }); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stderr, "client %s of %s revoked\n", *clientID, *issuer)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
+	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
@@ -83,33 +83,15 @@ func TestLake(t *testing.T) {
 	}
 }
 
-// clock is the tests' settable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
-
 var t0 = time.Date(2026, 3, 28, 9, 0, 0, 0, time.UTC)
 
 // newLake returns a lake on b with a checked allocator that must be empty
 // when the test ends, and the clock it uses.
-func newLake(t *testing.T, b lake.Bucket, o lake.Options) (*lake.Lake, *clock) {
+func newLake(t *testing.T, b lake.Bucket, o lake.Options) (*lake.Lake, *clocktest.Clock) {
 	t.Helper()
 	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { alloc.AssertSize(t, 0) })
-	c := &clock{t: t0}
+	c := clocktest.New(t0)
 	o.Alloc, o.Now = alloc, c.Now
 	if o.SpoolDir == "" {
 		o.SpoolDir = t.TempDir()

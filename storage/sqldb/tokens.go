@@ -156,20 +156,16 @@ func (db *DB) CreateTokenClient(ctx context.Context, c pipeline.TokenClient) err
 		}
 		row.PortfolioID = &c.PortfolioID
 	}
-	return db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		n, err := tx.NewSelect().Model((*tokenClientRow)(nil)).Where("issuer = ?", c.Issuer).
-			Where("client_id = ?", c.ClientID).Where("revoked_at IS NULL").Count(ctx)
-		if err != nil {
-			return fmt.Errorf("look up client %s: %w", c.ClientID, err)
-		}
-		if n > 0 {
-			return pipeline.Errorf(pipeline.Conflict, "client %s of issuer %s is registered already; revoke it first", c.ClientID, c.Issuer)
-		}
-		if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
-			return fmt.Errorf("create client %s: %w", c.ClientID, err)
-		}
-		return nil
-	})
+	// The partial unique index on active registrations decides, also
+	// between two commands racing.
+	_, err = db.bun.NewInsert().Model(&row).Exec(ctx)
+	switch {
+	case isUniqueViolation(err):
+		return pipeline.Errorf(pipeline.Conflict, "client %s of issuer %s is registered already; revoke it first", c.ClientID, c.Issuer)
+	case err != nil:
+		return fmt.Errorf("create client %s: %w", c.ClientID, err)
+	}
+	return nil
 }
 
 // ActiveTokenClient finds the active registration of a client id of an
@@ -177,9 +173,9 @@ func (db *DB) CreateTokenClient(ctx context.Context, c pipeline.TokenClient) err
 // can say why a token is refused.
 func (db *DB) ActiveTokenClient(ctx context.Context, issuer, clientID string) (pipeline.TokenClient, error) {
 	var rows []tokenClientRow
-	// The newest registration decides: an active one if there is one
-	// (revoked_at NULL sorts first on neither backend by default, hence
-	// the explicit CASE), else the most recently revoked.
+	// The active registration decides if there is one, else the most
+	// recently created. The CASE puts the active one first on both
+	// backends: SQLite sorts NULLs first, PostgreSQL last.
 	err := db.bun.NewSelect().Model(&rows).Where("issuer = ?", issuer).Where("client_id = ?", clientID).
 		OrderExpr("CASE WHEN revoked_at IS NULL THEN 0 ELSE 1 END, created_at DESC").Limit(1).Scan(ctx)
 	if err != nil {
