@@ -18,6 +18,11 @@ const (
 	InboxRejecting  InboxState = "rejecting"  // found invalid, not yet moved to rejected/
 	InboxProcessed  InboxState = "processed"  // moved to processed/ with its receipt
 	InboxRejected   InboxState = "rejected"   // moved to rejected/ with its errors
+	// InboxFailed is a file the processor gave up on after its attempts
+	// ended in errors that were not the file's fault (a store that kept
+	// failing, a bug). It stays where it is in the inbox, skipped by the
+	// scans, until an operator retries it.
+	InboxFailed InboxState = "failed"
 )
 
 // Open reports whether a file in this state still has work to do.
@@ -48,6 +53,18 @@ type InboxFile struct {
 	Result     json.RawMessage `json:"-"`
 	ClaimedAt  time.Time       `json:"claimed_at"`
 	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// RetriedAt is when an operator sent a failed or rejected file back
+	// into the inbox; the next life of the file is a new record.
+	RetriedAt *time.Time `json:"retried_at,omitempty"`
+}
+
+// InboxCounts are the inbox figures the console summary and the metrics
+// show: open files, and the files that failed or were rejected since a
+// time (failed ones not yet retried).
+type InboxCounts struct {
+	Processing int `json:"processing"`
+	Failed     int `json:"failed"`
+	Rejected   int `json:"rejected"`
 }
 
 // Event is one entry of the operators' console feed.
@@ -77,7 +94,11 @@ type ObjectInfo struct {
 type InboxQuery struct {
 	Portfolio string       // "" for all
 	States    []InboxState // none for all
-	Limit     int
+	// BeforeID pages by keyset: only records with a smaller id.
+	BeforeID int64
+	// NotRetried leaves out failed and rejected files sent back already.
+	NotRetried bool
+	Limit      int
 }
 
 // EventQuery pages through the console feed.

@@ -75,6 +75,17 @@ type Run struct {
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// RetryOf is the failed run that an operator's retry started this one
+	// for; FromStage is the stage a retried chain starts at (its stages
+	// before it had succeeded already).
+	RetryOf   *int64 `json:"retry_of,omitempty"`
+	FromStage Stage  `json:"from_stage,omitempty"`
+	// IdempotencyKey and RequestHash make a start over the API idempotent:
+	// the key (a hash of the caller and its Idempotency-Key header) is
+	// unique among runs, and the hash of the request tells a repeated
+	// request from a different one under the same key. Never shown.
+	IdempotencyKey string `json:"-"`
+	RequestHash    string `json:"-"`
 	// Outputs describes what the run produced: datasets and their files,
 	// row and value counts, per-portfolio figures, documents sent.
 	Outputs json.RawMessage `json:"outputs,omitempty"`
@@ -82,10 +93,41 @@ type Run struct {
 
 // RunQuery selects run records, newest first.
 type RunQuery struct {
-	Day      *Day   // only runs of this delivery day
-	Stage    Stage  // "" for all
-	ParentID *int64 // only the stage runs of this chain
+	Day      *Day      // only runs of this delivery day
+	Stage    Stage     // "" for all
+	Status   RunStatus // "" for all
+	Trigger  string    // "" for all
+	ParentID *int64    // only the stage runs of this chain
+	// BeforeID pages by keyset: only runs with a smaller id (0 starts at
+	// the newest).
+	BeforeID int64
 	Limit    int
+}
+
+// RunLogLine is one log line that a run wrote while it ran, kept with the
+// run so that operators read it in the console from any replica.
+type RunLogLine struct {
+	RunID   int64           `json:"-"`
+	Seq     int             `json:"seq"`
+	At      time.Time       `json:"at"`
+	Level   string          `json:"level"` // DEBUG, INFO, WARN, ERROR as slog names them
+	Message string          `json:"msg"`
+	Attrs   json.RawMessage `json:"attrs,omitempty"`
+}
+
+// StartRequest asks for a stage or the whole chain (StageChain) to be run
+// for a day, now and in the background.
+type StartRequest struct {
+	Stage   Stage
+	Day     Day
+	Trigger string
+	// FromStage starts a chain at this stage instead of the first.
+	FromStage Stage
+	// RetryOf names the failed run this start retries.
+	RetryOf *int64
+	// IdempotencyKey and RequestHash: see Run.
+	IdempotencyKey string
+	RequestHash    string
 }
 
 // Direction says whether a trade buys energy into the portfolio's balancing
