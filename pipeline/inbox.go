@@ -112,3 +112,12 @@ type EventQuery struct {
 	Day      *Day // only events about this delivery day
 	Limit    int
 }
+
+// PendingInbox sums up the files waiting in the inbox that no process has
+// claimed yet: how many, and since when the oldest waits. Counting stops at
+// a cap; Truncated says it did.
+type PendingInbox struct {
+	Count     int        `json:"count"`
+	Oldest    *time.Time `json:"oldest_since,omitempty"`
+	Truncated bool       `json:"truncated"`
+}

@@ -229,3 +229,10 @@ type OpenPositionRow struct {
 	SoldMW      float64     `json:"sold_mw"`
 	OpenMW      float64     `json:"open_mw"`
 }
+
+// ScheduleStats counts the schedule messages sent to the TSOs, in all and
+// by the state their latest answer left them in.
+type ScheduleStats struct {
+	Sent     int64                    `json:"sent"`
+	ByStatus map[ScheduleStatus]int64 `json:"by_status"`
+}
