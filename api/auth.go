@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net/http"
 	"os"
@@ -153,6 +154,13 @@ func (s *Server) authenticate(c *gin.Context) (principal, string, error) {
 		return principal{}, "", err
 	case key.Revoked():
 		return principal{}, "", pipeline.Errorf(pipeline.Unauthorized, "API key %s has been revoked", key.ID)
+	}
+	// The last use shows in "key list", so that the key of a lost phone is
+	// found. Failing to record it must not refuse the request.
+	if now := s.now(); key.UseDue(now) {
+		if err := s.deps.Keys.TouchKey(c.Request.Context(), key.ID, now); err != nil {
+			s.log.WarnContext(c.Request.Context(), "record key use", slog.String("key", key.ID), slog.Any("err", err))
+		}
 	}
 	return principal{ID: key.ID, Scope: key.Scope, PortfolioID: key.PortfolioID}, "", nil
 }

@@ -35,6 +35,10 @@ func (f fakeKeys) KeyByHash(_ context.Context, hash string) (pipeline.APIKey, er
 	return pipeline.APIKey{}, pipeline.Errorf(pipeline.NotFound, "no key")
 }
 
+// TouchKey records nothing: these tests are about the pipeline routes; the
+// key's last use is tested against the real store (TestKeyLastUsed).
+func (f fakeKeys) TouchKey(context.Context, string, time.Time) error { return nil }
+
 type fakePortfolios map[string]pipeline.Portfolio
 
 func (f fakePortfolios) Portfolio(_ context.Context, id string) (pipeline.Portfolio, error) {

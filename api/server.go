@@ -24,9 +24,10 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
-// Keys finds API keys by the hash of their secret.
+// Keys finds API keys by the hash of their secret and records their use.
 type Keys interface {
 	KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, error)
+	TouchKey(ctx context.Context, id string, at time.Time) error
 }
 
 // Tokens verifies the access tokens of machine clients (api/bearer over the

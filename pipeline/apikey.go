@@ -41,6 +41,19 @@ type APIKey struct {
 	Label       string     `json:"label,omitempty"`
 	CreatedAt   time.Time  `json:"created_at"`
 	RevokedAt   *time.Time `json:"revoked_at,omitempty"`
+	// LastUsedAt is when the key last authenticated a request, to within
+	// KeyUseGranularity; nil for a key never used.
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+}
+
+// KeyUseGranularity is how often a key's last use is written at most: once
+// a minute is precise enough to find a lost device's key, and spares the
+// database a write per request.
+const KeyUseGranularity = time.Minute
+
+// UseDue reports whether a request at now should record the key's use.
+func (k APIKey) UseDue(now time.Time) bool {
+	return k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= KeyUseGranularity
 }
 
 // Revoked reports whether the key has been revoked.

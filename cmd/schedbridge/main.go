@@ -324,8 +324,9 @@ func (a *app) key(ctx context.Context, args []string) error {
 		return nil
 	case "list":
 		return listCmd(ctx, a, "key list", args[1:], (*sqldb.DB).Keys,
-			"ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED", func(k pipeline.APIKey) []string {
-				return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339), timeOrDash(k.RevokedAt)}
+			"ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tLAST USED\tREVOKED", func(k pipeline.APIKey) []string {
+				return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339),
+					timeOrDash(k.LastUsedAt), timeOrDash(k.RevokedAt)}
 			})
 	case "revoke":
 		if len(args) != 2 {

@@ -22,6 +22,7 @@ type apiKeyRow struct {
 	Label       string     `bun:"label"`
 	CreatedAt   time.Time  `bun:"created_at"`
 	RevokedAt   *time.Time `bun:"revoked_at"`
+	LastUsedAt  *time.Time `bun:"last_used_at"`
 }
 
 func (r apiKeyRow) domain() pipeline.APIKey {
@@ -32,6 +33,10 @@ func (r apiKeyRow) domain() pipeline.APIKey {
 	if r.RevokedAt != nil {
 		t := r.RevokedAt.UTC()
 		k.RevokedAt = &t
+	}
+	if r.LastUsedAt != nil {
+		t := r.LastUsedAt.UTC()
+		k.LastUsedAt = &t
 	}
 	return k
 }
@@ -73,6 +78,22 @@ func (db *DB) KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, erro
 // Keys lists all keys, oldest first.
 func (db *DB) Keys(ctx context.Context) ([]pipeline.APIKey, error) {
 	return listAll[apiKeyRow](ctx, db, "keys", "created_at", "id")
+}
+
+// TouchKey records that key id was used at at. The write happens only when
+// the recorded use is older than pipeline.KeyUseGranularity, decided in the
+// statement itself, so that concurrent requests of one key write it once.
+func (db *DB) TouchKey(ctx context.Context, id string, at time.Time) error {
+	at = at.UTC()
+	_, err := db.bun.NewUpdate().Model((*apiKeyRow)(nil)).Set("last_used_at = ?", at).
+		Where("id = ?", id).
+		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+			return q.Where("last_used_at IS NULL").WhereOr("last_used_at <= ?", at.Add(-pipeline.KeyUseGranularity))
+		}).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("record use of key %s: %w", id, busyAsUnavailable(err))
+	}
+	return nil
 }
 
 // RevokeKey marks a key revoked. Revoking twice keeps the first time.
