@@ -113,3 +113,11 @@ func (d *Day) UnmarshalText(b []byte) error {
 	*d = p
 	return nil
 }
+
+// TSODeadline is when the schedules of the delivery day are due at the TSOs:
+// 14:30 in Europe/Berlin on the day before, returned in UTC. It is a point in
+// time, so that whoever shows it counts down from their own clock.
+func (d Day) TSODeadline() time.Time {
+	prev := d.AddDays(-1)
+	return time.Date(prev.Year, prev.Month, prev.Dom, 14, 30, 0, 0, Berlin).UTC()
+}

@@ -87,3 +87,22 @@ func TestStageDefaultDay(t *testing.T) {
 		t.Error("chain is not a stage of its own")
 	}
 }
+
+// TestTSODeadline: 14:30 Berlin the day before, in UTC, on both sides of
+// the clock changes (the deadline's own day decides the offset).
+func TestTSODeadline(t *testing.T) {
+	for _, tc := range []struct {
+		day  Day
+		want string
+	}{
+		{NewDay(2026, 11, 27), "2026-11-26T13:30:00Z"}, // winter time
+		{NewDay(2026, 7, 1), "2026-06-30T12:30:00Z"},   // summer time
+		{NewDay(2026, 3, 29), "2026-03-28T13:30:00Z"},  // the 92-quarter-hour day: due on a winter-time day
+		{NewDay(2026, 3, 30), "2026-03-29T12:30:00Z"},  // due on the day of the change, after it
+		{NewDay(2026, 10, 26), "2026-10-25T13:30:00Z"}, // due on the 100-quarter-hour day, after the change
+	} {
+		if got := tc.day.TSODeadline().Format(time.RFC3339); got != tc.want {
+			t.Errorf("%s: deadline %s, want %s", tc.day, got, tc.want)
+		}
+	}
+}
