@@ -98,6 +98,13 @@ type Deps struct {
 	// period calculation; nil fields leave their routes answering 503.
 	Marktdaten Marktdaten
 	Calculator Calculator
+	// The operators' console and app: starting and retrying runs, the runs'
+	// log lines, the inbox desk and the recorded state they sum up; nil
+	// fields leave their routes answering 503.
+	Starter  RunStarter
+	RunLogs  RunLogs
+	Inbox    InboxDesk
+	Recorded Recorded
 	// The employees' portal (session API, employee API and pages); nil
 	// leaves its paths unrouted.
 	Portal *portal.Handler
@@ -129,6 +136,12 @@ type Config struct {
 	// WriteTimeout bounds the sending of an answer, counted from its first
 	// byte (see writeDeadline). Default 60 s.
 	WriteTimeout time.Duration
+	// StreamPoll is how often the console's event stream reads the
+	// database for new events (default 1 s), and StreamHeartbeat how long
+	// it stays silent at most before it sends a comment (default 15 s), so
+	// that proxies and clients see a live connection.
+	StreamPoll      time.Duration
+	StreamHeartbeat time.Duration
 }
 
 // Server is the HTTP API.
@@ -163,6 +176,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 60 * time.Second
+	}
+	if cfg.StreamPoll <= 0 {
+		cfg.StreamPoll = time.Second
+	}
+	if cfg.StreamHeartbeat <= 0 {
+		cfg.StreamHeartbeat = 15 * time.Second
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -238,9 +257,10 @@ func New(cfg Config, deps Deps) *Server {
 	// they are not in the audit trail.
 	proc := e.Group("/v1", s.requireScope(pipeline.ScopeProcess), s.rateLimit)
 	proc.GET("/process/inbox", s.needs(deps.InboxFiles != nil && deps.InboxBucket != nil, "the inbox"), s.getInbox)
-	proc.GET("/console/events", s.needs(deps.Events != nil, "the console feed"), s.getEvents)
 	e.POST("/v1/inbox/events", s.postBucketEvents)
 	s.pipelineRoutes(e)
+	s.consoleRoutes(e)
+	s.mobileRoutes(e)
 	s.makoRoutes(e)
 	s.marktdatenRoutes(e)
 	if deps.Portal != nil {
