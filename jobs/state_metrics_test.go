@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 
 	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/jobs"
@@ -200,6 +201,16 @@ schedbridge_state_scrape_errors_total{source="runs"} 0
 schedbridge_state_scrape_errors_total{source="schedules"} 0
 `)
 		compare(t, reg, want.String())
+		// The served /metrics lacks the inbox's metrics until the processor
+		// is wired (cmd/schedbridge checks it with promtool), so the names
+		// are linted here too, with the linter promtool runs.
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if problems, err := promlint.NewWithMetricFamilies(mfs).Lint(); err != nil || len(problems) != 0 {
+			t.Errorf("lint: %v %+v", err, problems)
+		}
 		if inbox.calls != 1 || inbox.caps[0] != 500 {
 			t.Errorf("pending inbox read %d times with caps %v, want once with 500", inbox.calls, inbox.caps)
 		}
