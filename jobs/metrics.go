@@ -7,11 +7,12 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline/mako"
 )
 
-// metrics of the runner, registered once by Register.
+// metrics of the runner, registered once by Register: what this process ran.
+// When a stage last succeeded is recorded state, which StateCollector reads
+// from the database, so that a run of another process counts too.
 type metrics struct {
 	runs     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
-	last     *prometheus.GaugeVec
 }
 
 func newMetrics() metrics {
@@ -23,15 +24,12 @@ func newMetrics() metrics {
 			Name: "schedbridge_stage_duration_seconds", Help: "Wall time of stage runs.",
 			Buckets: []float64{0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300},
 		}, []string{"stage"}),
-		last: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "schedbridge_stage_last_success_timestamp_seconds", Help: "When a stage last succeeded (Unix time), for alerts before the TSO deadline.",
-		}, []string{"stage"}),
 	}
 }
 
 // Register adds the runner's metrics to reg.
 func (r *Runner) Register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{r.m.runs, r.m.duration, r.m.last} {
+	for _, c := range []prometheus.Collector{r.m.runs, r.m.duration} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -43,9 +41,6 @@ func (r *Runner) observe(run pipeline.Run) {
 	r.m.runs.WithLabelValues(string(run.Stage), string(run.Status)).Inc()
 	if run.FinishedAt != nil {
 		r.m.duration.WithLabelValues(string(run.Stage)).Observe(run.FinishedAt.Sub(run.StartedAt).Seconds())
-		if run.Status == pipeline.RunSucceeded {
-			r.m.last.WithLabelValues(string(run.Stage)).Set(float64(run.FinishedAt.Unix()))
-		}
 	}
 }
 

@@ -454,6 +454,10 @@ func (a *app) serve(ctx context.Context) error {
 	} else {
 		close(schedDone)
 	}
+	// pendingInbox is the source of the pending-inbox metrics: the inbox
+	// processor, once it has PendingStats(ctx, cap) (pipeline.PendingInbox,
+	// error). Until it is set, those metrics are not exported.
+	var pendingInbox jobs.PendingCounter
 	// The inbox runs beside the API and stops with it; a file being staged
 	// when the process stops is rolled back and processed on the next start.
 	inboxDone := make(chan struct{})
@@ -466,6 +470,9 @@ func (a *app) serve(ctx context.Context) error {
 			return err
 		}
 		deps.Waker = proc
+		// The processor lacks PendingStats yet; with it, this line wires the
+		// pending-inbox metrics:
+		// pendingInbox = proc
 		go func() { defer close(inboxDone); _ = proc.Run(inboxCtx) }()
 		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
 	} else {
@@ -482,6 +489,16 @@ func (a *app) serve(ctx context.Context) error {
 	}
 	deps.Mako = mk
 	if err := mk.Register(reg); err != nil {
+		close(makoDone)
+		return err
+	}
+	// The metrics of the recorded state are read from the database and the
+	// market-partner overview (and the inbox, once pendingInbox is set) at
+	// scrape time, so that every replica shows the same, runs of
+	// `schedbridge run`, of other replicas and of before a restart included.
+	state := jobs.NewStateCollector(jobs.StateSources{Runs: db, Schedules: db, Inbox: pendingInbox, Partners: mk},
+		jobs.StateConfig{Now: a.now, Logger: a.log})
+	if err := state.Register(reg); err != nil {
 		close(makoDone)
 		return err
 	}

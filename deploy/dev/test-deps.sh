@@ -80,6 +80,21 @@ if [ ! -x /usr/sbin/dovecot ]; then
 fi
 [ -x /usr/sbin/dovecot ] || { echo "test-deps: /usr/sbin/dovecot still not found" >&2; exit 1; }
 
+# promtool checks the names of the served metrics against Prometheus's
+# conventions (cmd/schedbridge/metrics_test.go). Debian ships it in the
+# prometheus package only; the server that comes with it, and that Debian may
+# start on install, is neither needed nor used. Its recommended node exporter
+# would be another service nobody needs, so recommendations are left out.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "test-deps: installing prometheus (for promtool)" >&2
+  apt_install --no-install-recommends prometheus
+  as_root service prometheus stop >/dev/null 2>&1 || true
+  if command -v systemctl >/dev/null 2>&1; then
+    as_root systemctl disable prometheus >/dev/null 2>&1 || true
+  fi
+fi
+command -v promtool >/dev/null 2>&1 || { echo "test-deps: promtool still not found" >&2; exit 1; }
+
 # The portal tests (api/portal/portaltest, deploy/dev/portal): a real OpenID
 # Connect provider (npm oidc-provider), an SMTP catcher with a REST API (npm
 # maildev) and a browser (Debian's chromium driven by npm playwright-core;

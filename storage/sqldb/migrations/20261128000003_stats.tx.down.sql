@@ -1,0 +1,1 @@
+DROP INDEX schedule_messages_status;

@@ -1,0 +1,79 @@
+package sqldb
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+)
+
+// The queries of this file sum up recorded state for the metrics, which
+// every replica reads at scrape time: they aggregate in the database and
+// return a handful of rows, whatever the size of the tables.
+
+// LastSuccessTimes returns, per stage (the chain's record included), when
+// its newest succeeded run finished. Stages without a succeeded run are not
+// in the map.
+func (db *DB) LastSuccessTimes(ctx context.Context) (map[pipeline.Stage]time.Time, error) {
+	var rows []struct {
+		Stage string    `bun:"stage"`
+		Last  time.Time `bun:"last"`
+	}
+	// MAX over the stored text is the latest time on SQLite too: FinishRun
+	// writes every time in UTC, and bun's format sorts as text in time
+	// order, trailing zeros of the fraction trimmed or not.
+	err := db.bun.NewSelect().TableExpr("runs").ColumnExpr("stage").ColumnExpr("MAX(finished_at) AS last").
+		Where("status = ?", string(pipeline.RunSucceeded)).Where("finished_at IS NOT NULL").
+		GroupExpr("stage").Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("last successful runs per stage: %w", busyAsUnavailable(err))
+	}
+	out := make(map[pipeline.Stage]time.Time, len(rows))
+	for _, r := range rows {
+		if !r.Last.IsZero() {
+			out[pipeline.Stage(r.Stage)] = r.Last.UTC()
+		}
+	}
+	return out, nil
+}
+
+// ScheduleStats counts the schedule messages sent to the TSOs (every
+// recorded version is a message that went out) and groups them by the
+// status their latest answer left them in. ByStatus has every status of the
+// vocabulary, zeros included, so that a reader tells "none" from "not
+// reported".
+func (db *DB) ScheduleStats(ctx context.Context) (pipeline.ScheduleStats, error) {
+	var rows []struct {
+		Status string `bun:"status"`
+		N      int64  `bun:"n"`
+	}
+	if err := db.scheduleStatsQuery().Scan(ctx, &rows); err != nil {
+		return pipeline.ScheduleStats{}, fmt.Errorf("schedule statistics: %w", busyAsUnavailable(err))
+	}
+	out := pipeline.ScheduleStats{ByStatus: map[pipeline.ScheduleStatus]int64{}}
+	for _, s := range scheduleStatuses {
+		out.ByStatus[s] = 0
+	}
+	for _, r := range rows {
+		out.Sent += r.N
+		out.ByStatus[pipeline.ScheduleStatus(r.Status)] += r.N
+	}
+	return out, nil
+}
+
+// scheduleStatsQuery counts the messages per status; the index
+// schedule_messages_status (migration 20261128000003) covers it.
+func (db *DB) scheduleStatsQuery() *bun.SelectQuery {
+	return db.bun.NewSelect().TableExpr("schedule_messages").ColumnExpr("status").ColumnExpr("COUNT(*) AS n").
+		GroupExpr("status")
+}
+
+// scheduleStatuses is the vocabulary of a schedule message's status, in the
+// order a message moves through it.
+var scheduleStatuses = []pipeline.ScheduleStatus{
+	pipeline.ScheduleSubmitted, pipeline.ScheduleAcknowledged, pipeline.ScheduleRejected,
+	pipeline.ScheduleAnomaly, pipeline.ScheduleConfirmed,
+}
