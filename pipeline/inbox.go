@@ -21,11 +21,13 @@ const (
 	// InboxFailed is a file the processor gave up on after its attempts
 	// ended in errors that were not the file's fault (a store that kept
 	// failing, a bug). It stays where it is in the inbox, skipped by the
-	// scans, until an operator retries it.
+	// scans, until an operator retries it. It is a closed state: nothing
+	// was staged for the file, and its next life is a new record.
 	InboxFailed InboxState = "failed"
 )
 
-// Open reports whether a file in this state still has work to do.
+// Open reports whether a file in this state still has work to do. Failed is
+// not open: the processor is done with the record.
 func (s InboxState) Open() bool {
 	return s == InboxProcessing || s == InboxStaged || s == InboxRejecting
 }
@@ -56,11 +58,20 @@ type InboxFile struct {
 	// RetriedAt is when an operator sent a failed or rejected file back
 	// into the inbox; the next life of the file is a new record.
 	RetriedAt *time.Time `json:"retried_at,omitempty"`
+	// LastError is the error of the last attempt that ended without an
+	// outcome (a store or the database failing, a bug), for operators and
+	// without secrets. A failed file's Reason sums it up as well.
+	LastError string `json:"last_error,omitempty"`
+	// RetryOf is set on a processing record that only holds the key while
+	// the rejected file of record RetryOf is moved back into the inbox; the
+	// record is deleted when the move is done.
+	RetryOf int64 `json:"retry_of,omitempty"`
 }
 
 // InboxCounts are the inbox figures the console summary and the metrics
-// show: open files, and the files that failed or were rejected since a
-// time (failed ones not yet retried).
+// show: open files (Processing, a retry moving a file back included), and
+// the files that failed or were rejected since a time (failed ones not yet
+// retried; rejected ones whether retried or not).
 type InboxCounts struct {
 	Processing int `json:"processing"`
 	Failed     int `json:"failed"`
@@ -94,7 +105,8 @@ type ObjectInfo struct {
 type InboxQuery struct {
 	Portfolio string       // "" for all
 	States    []InboxState // none for all
-	// BeforeID pages by keyset: only records with a smaller id.
+	// BeforeID pages by keyset: only records with a smaller id; 0 does not
+	// bound.
 	BeforeID int64
 	// NotRetried leaves out failed and rejected files sent back already.
 	NotRetried bool
@@ -115,7 +127,8 @@ type EventQuery struct {
 
 // PendingInbox sums up the files waiting in the inbox that no process has
 // claimed yet: how many, and since when the oldest waits. Counting stops at
-// a cap; Truncated says it did.
+// a cap; Truncated says it did, and Oldest is then the oldest of the files
+// counted.
 type PendingInbox struct {
 	Count     int        `json:"count"`
 	Oldest    *time.Time `json:"oldest_since,omitempty"`

@@ -12,6 +12,24 @@
 // so a file is staged at most once. The moves after that are idempotent and
 // are finished from the row on restart, so a crash at any point ends with the
 // same result as a run without it.
+//
+// A file whose attempts end without an outcome for reasons that are not its
+// own (a store or the database failing, a bug) is tried again, by this or
+// another process, until it has been claimed Config.MaxAttempts times; each
+// such attempt records its error on the row and gives the claim up at once.
+// When the last attempt fails too, the row is closed as failed with an
+// inbox.failed event, and the scans skip that object (same key and etag)
+// until an operator retries the record; a new upload under the key is a new
+// file. Only a processing row can fail, that is one with nothing staged: a
+// staged or rejected file is moved on however often that fails, since a
+// failed row's object is taken up again after a retry.
+//
+// Retry sends a failed or rejected file back. Its next life is a new record,
+// claimed by a scan like any new drop, and since neither a failed nor a
+// rejected file staged anything, nothing is staged twice. A rejected file is
+// moved back from rejected/ under a retry claim of its inbox key, so that no
+// scan reads it while the move is half done, and an interrupted retry is
+// finished by the next Retry or scan (see retry.go for the order of steps).
 package inbox
 
 import (
@@ -27,6 +45,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,6 +71,10 @@ type Bucket interface {
 	List(ctx context.Context, prefix, startAfter string, limit int) ([]pipeline.ObjectInfo, error)
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	Move(ctx context.Context, src, dst string) error
+	// Delete removes key; a missing key is no error. A retry uses it to
+	// finish a move back that copied the object but was interrupted
+	// before it removed the source.
+	Delete(ctx context.Context, key string) error
 }
 
 // Stager stages one file in a single transaction (see sqldb.BulkStage).
@@ -78,6 +101,29 @@ type Store interface {
 	ReleaseInboxFile(ctx context.Context, id int64, owner string) error
 	OpenInboxFiles(ctx context.Context) ([]pipeline.InboxFile, error)
 	BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (Stager, error)
+
+	// RecordInboxError records an attempt's error on an open file owner
+	// holds and ends its lease now; Conflict when the claim was lost.
+	RecordInboxError(ctx context.Context, id int64, owner string, now time.Time, lastError string) error
+	// FailInboxFile closes a processing file owner holds as failed and
+	// records ev with it; Conflict when it is not processing or not owner's.
+	FailInboxFile(ctx context.Context, id int64, owner string, now time.Time, reason, lastError string, ev pipeline.Event) error
+	// InboxFile returns one record, or a NotFound error.
+	InboxFile(ctx context.Context, id int64) (pipeline.InboxFile, error)
+	// MarkInboxRetried marks a failed record retried and records ev, once;
+	// a record marked already is returned as it is.
+	MarkInboxRetried(ctx context.Context, id int64, now time.Time, ev pipeline.Event) (pipeline.InboxFile, error)
+	// ClaimInboxRetry takes the claim of a rejected record's inbox key under
+	// which its object is moved back, and tells whether an interrupted
+	// retry's claim was taken over.
+	ClaimInboxRetry(ctx context.Context, id int64, owner string, now time.Time, lease time.Duration) (pipeline.InboxFile, bool, error)
+	// FinishInboxRetry deletes the retry claim, marks its record retried and
+	// records ev, in one transaction.
+	FinishInboxRetry(ctx context.Context, claimID int64, owner string, now time.Time, ev pipeline.Event) (pipeline.InboxFile, error)
+	// UnclaimedInboxObjects keeps the objects that no open record and no
+	// failed, not retried record of the same version holds, in one query
+	// per listing page.
+	UnclaimedInboxObjects(ctx context.Context, objs []pipeline.ObjectInfo) ([]pipeline.ObjectInfo, error)
 }
 
 // Config tunes a Processor. Zero values take the defaults noted.
@@ -89,6 +135,11 @@ type Config struct {
 	// Lease of a claim (default 2 min), renewed every third of it while the
 	// file is processed. A crashed holder's file is taken over after it.
 	Lease time.Duration
+	// MaxAttempts is how many times a file is claimed before the processor
+	// gives up on it as failed (default 5). Attempts that end in an error
+	// count, and so do attempts whose process stopped before an outcome, so
+	// that a file that crashes its process is not taken up forever.
+	MaxAttempts int
 	// MaxFileBytes rejects larger files (default 8 GiB).
 	MaxFileBytes int64
 	// PageSize of the inbox listing (default 1000).
@@ -115,6 +166,10 @@ type Processor struct {
 	cfg    Config
 	wake   chan struct{}
 	m      metrics
+	// retries numbers the retries of this process, so that each holds its
+	// retry claim under an owner name of its own and two concurrent retries
+	// of one file never both move it.
+	retries atomic.Int64
 }
 
 // New returns a processor over the bucket and the store.
@@ -127,6 +182,9 @@ func New(bucket Bucket, store Store, cfg Config) (*Processor, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
 	}
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 8 << 30
@@ -185,6 +243,9 @@ type Summary struct {
 	Rejected  int `json:"rejected"`
 	Busy      int `json:"busy"`
 	Failed    int `json:"failed"`
+	// Skipped counts the files left alone because they failed for good and
+	// wait for an operator's retry.
+	Skipped int `json:"skipped"`
 }
 
 func (s *Summary) add(o outcome) {
@@ -197,6 +258,8 @@ func (s *Summary) add(o outcome) {
 		s.Busy++
 	case outcomeFailed:
 		s.Failed++
+	case outcomeSkipped:
+		s.Skipped++
 	}
 }
 
@@ -208,6 +271,7 @@ const (
 	outcomeRejected
 	outcomeBusy
 	outcomeFailed
+	outcomeSkipped
 )
 
 // Scan finishes files whose processing was interrupted after staging, then
@@ -256,10 +320,10 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 		}
 		after = page[len(page)-1].Key
 	}
-	p.m.pending.Set(float64(sum.Busy + sum.Failed))
+	p.m.pending.Set(float64(sum.Busy + sum.Failed + sum.Skipped))
 	if sum.Seen > 0 {
 		p.cfg.Logger.Info("inbox scan", "seen", sum.Seen, "processed", sum.Processed, "rejected", sum.Rejected,
-			"busy", sum.Busy, "failed", sum.Failed, "duration", time.Since(start))
+			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration", time.Since(start))
 	}
 	return sum, nil
 }
@@ -287,13 +351,17 @@ func outcomeLabel(o outcome) string {
 		return "busy"
 	case outcomeFailed:
 		return "failed"
+	case outcomeSkipped:
+		return "skipped"
 	}
 	return "none"
 }
 
 // sweep finishes open files whose object may have left the inbox already: a
 // crash after the move but before the row was closed leaves nothing in the
-// inbox for the scan to find.
+// inbox for the scan to find. It also finishes the retries whose claim
+// outlived its lease: the retry was interrupted, and the scans leave its
+// key alone until the claim is gone.
 func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 	open, err := p.store.OpenInboxFiles(ctx)
 	if err != nil {
@@ -301,6 +369,12 @@ func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 	}
 	now := p.cfg.Now()
 	for _, f := range open {
+		if f.RetryOf != 0 {
+			if !f.LeaseUntil.After(now) {
+				p.resumeRetry(ctx, f)
+			}
+			continue
+		}
 		if f.State == pipeline.InboxProcessing || (f.LeaseUntil.After(now) && f.Owner != p.cfg.Owner) {
 			continue // work the scan of the inbox will find, or another process's live claim
 		}
@@ -310,6 +384,7 @@ func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 		}
 		out, err := p.finish(ctx, claim)
 		if err != nil {
+			_, _ = p.attemptFailed(ctx, claim, err)
 			p.cfg.Logger.Error("inbox sweep failed", "key", f.Key, "err", err)
 			continue
 		}
@@ -375,6 +450,9 @@ func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome,
 		return outcomeFailed, err
 	}
 	if !ok {
+		if claim.State == pipeline.InboxFailed {
+			return outcomeSkipped, nil // until an operator retries it
+		}
 		return outcomeBusy, nil
 	}
 	if claim.State != pipeline.InboxProcessing {
@@ -382,8 +460,11 @@ func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome,
 		// drop under the same name, the interrupted one was moved already:
 		// close it, then claim the new object.
 		out, err := p.finish(ctx, claim)
-		if err != nil || claim.ETag == o.ETag {
-			return out, err
+		if err != nil {
+			return p.attemptFailed(ctx, claim, err)
+		}
+		if claim.ETag == o.ETag {
+			return out, nil
 		}
 		return p.handle(ctx, o)
 	}
@@ -392,16 +473,70 @@ func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome,
 	if _, err := p.bucket.Stat(ctx, o.Key); pipeline.KindOf(err) == pipeline.NotFound {
 		return outcomeNone, p.store.ReleaseInboxFile(ctx, claim.ID, p.cfg.Owner)
 	} else if err != nil {
-		return outcomeFailed, err
+		return p.attemptFailed(ctx, claim, err)
 	}
-	ctx, stop := p.heartbeat(ctx, claim)
-	defer stop()
-	return p.process(ctx, claim, l, layoutErr)
+	if claim.Attempts > p.cfg.MaxAttempts {
+		// The last attempt ended without an outcome and without recording
+		// an error: its process stopped, perhaps because of this file.
+		reason := fmt.Sprintf("gave up after %d attempts; the last one ended without an outcome (its process stopped)",
+			claim.Attempts-1)
+		if claim.LastError != "" {
+			reason += "; the last error recorded: " + claim.LastError
+		}
+		return p.giveUp(ctx, claim, reason, claim.LastError)
+	}
+	hctx, stop := p.heartbeat(ctx, claim)
+	out, err := p.process(hctx, claim, l, layoutErr)
+	lost := pipeline.KindOf(context.Cause(hctx)) == pipeline.Conflict
+	stop()
+	if out == outcomeFailed && err != nil && !lost {
+		return p.attemptFailed(ctx, claim, err)
+	}
+	return out, err
 }
 
-// heartbeat renews the claim's lease until stop is called, and cancels the
-// returned context when the claim is lost, so a processor that was presumed
-// dead stops instead of racing its successor.
+// attemptFailed records why an attempt on a claimed file ended without an
+// outcome and gives the claim up, so that the next scan tries again; after
+// the last attempt it closes a processing file as failed. It returns the
+// attempt's error for the scan's log. An attempt cut short by the end of
+// ctx (a shutdown) records nothing: the file was not at fault, and its lease
+// hands it to the next process.
+func (p *Processor) attemptFailed(ctx context.Context, f pipeline.InboxFile, cause error) (outcome, error) {
+	if ctx.Err() != nil {
+		return outcomeFailed, cause
+	}
+	msg := errorText(cause)
+	if f.State == pipeline.InboxProcessing && f.Attempts >= p.cfg.MaxAttempts {
+		out, err := p.giveUp(ctx, f, fmt.Sprintf("gave up after %d attempts: %s", f.Attempts, msg), msg)
+		if err == nil {
+			return out, cause
+		}
+		// Staged meanwhile (the move failed after it) or lost: the row
+		// stays open, and the error is recorded below if it is still ours.
+	}
+	if err := p.store.RecordInboxError(ctx, f.ID, f.Owner, p.cfg.Now(), msg); err != nil && pipeline.KindOf(err) != pipeline.Conflict {
+		p.cfg.Logger.Warn("inbox: recording an attempt's error failed", "key", f.Key, "err", err)
+	}
+	return outcomeFailed, cause
+}
+
+// giveUp closes a processing file as failed, with an inbox.failed event.
+func (p *Processor) giveUp(ctx context.Context, f pipeline.InboxFile, reason, lastError string) (outcome, error) {
+	now := p.cfg.Now()
+	b, _ := json.Marshal(map[string]any{"id": f.ID, "kind": f.Kind, "name": f.Name, "attempts": f.Attempts,
+		"reason": reason})
+	ev := pipeline.Event{At: now, Kind: "inbox.failed", PortfolioID: f.PortfolioID, Subject: f.Key, Data: b}
+	if err := p.store.FailInboxFile(ctx, f.ID, f.Owner, now, reason, lastError, ev); err != nil {
+		return outcomeFailed, err
+	}
+	p.cfg.Logger.Error("inbox file failed; it stays in the inbox until an operator retries it",
+		"key", f.Key, "id", f.ID, "attempts", f.Attempts, "reason", reason)
+	return outcomeFailed, nil
+}
+
+// heartbeat renews the claim's lease for the claim's owner until stop is
+// called, and cancels the returned context when the claim is lost, so a
+// processor that was presumed dead stops instead of racing its successor.
 func (p *Processor) heartbeat(ctx context.Context, f pipeline.InboxFile) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -418,7 +553,7 @@ func (p *Processor) heartbeat(ctx context.Context, f pipeline.InboxFile) (contex
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				err := p.store.RenewInboxLease(ctx, f.ID, p.cfg.Owner, p.cfg.Now().Add(p.cfg.Lease))
+				err := p.store.RenewInboxLease(ctx, f.ID, f.Owner, p.cfg.Now().Add(p.cfg.Lease))
 				if pipeline.KindOf(err) == pipeline.Conflict {
 					cancel(err)
 					return

@@ -13,7 +13,7 @@ func newMetrics() metrics {
 	return metrics{
 		files: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "schedbridge_inbox_files_total",
-			Help: "Inbox files handled by this process, by outcome (processed, rejected, busy: claimed elsewhere, failed: left for the next scan).",
+			Help: "Inbox files handled by this process, by outcome (processed, rejected, busy: claimed elsewhere, failed: left for the next scan or given up on, skipped: given up on and waiting for a retry).",
 		}, []string{"outcome"}),
 		values: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "schedbridge_inbox_values_total",
@@ -26,7 +26,7 @@ func newMetrics() metrics {
 		}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "schedbridge_inbox_left_files",
-			Help: "Files the last scan left in the inbox (claimed by another process or failed).",
+			Help: "Files the last scan left in the inbox (claimed by another process, failed, or given up on and waiting for a retry).",
 		}),
 	}
 }

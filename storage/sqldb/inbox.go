@@ -33,6 +33,9 @@ type inboxRow struct {
 	Result      string     `bun:"result"`
 	ClaimedAt   time.Time  `bun:"claimed_at"`
 	FinishedAt  *time.Time `bun:"finished_at"`
+	RetriedAt   *time.Time `bun:"retried_at"`
+	LastError   string     `bun:"last_error"`
+	RetryOf     *int64     `bun:"retry_of"`
 }
 
 func (r inboxRow) domain() pipeline.InboxFile {
@@ -49,18 +52,33 @@ func (r inboxRow) domain() pipeline.InboxFile {
 		t := r.FinishedAt.UTC()
 		f.FinishedAt = &t
 	}
+	if r.RetriedAt != nil {
+		t := r.RetriedAt.UTC()
+		f.RetriedAt = &t
+	}
+	f.LastError = r.LastError
+	if r.RetryOf != nil {
+		f.RetryOf = *r.RetryOf
+	}
 	return f
 }
 
 const openStates = "state IN ('processing', 'staged', 'rejecting')"
+
+// failedNotRetried selects the failed records that keep the scans off their
+// object until an operator retries them.
+const failedNotRetried = "state = 'failed' AND retried_at IS NULL"
 
 // ClaimInboxFile makes owner the processor of the object described by f
 // (Key, ETag, Size, PortfolioID, Kind, Name). It returns the open row and
 // true when owner may work on it: a new claim, a take-over of a claim whose
 // lease ran out (its holder crashed), or the resumption of a file that was
 // staged or rejected but not moved. It returns false while another owner's
-// lease is live. The caller tells from the row's state and etag what is left
-// to do.
+// lease is live, while a retry claim holds the key (whatever its lease: only
+// ClaimInboxRetry takes one over, because only the bucket tells whether its
+// move happened), and when a failed record of the same object (key and
+// etag) is not retried; the row returned then is that failed record. The
+// caller tells from the row's state and etag what is left to do.
 func (db *DB) ClaimInboxFile(ctx context.Context, f pipeline.InboxFile, owner string, now time.Time,
 	lease time.Duration) (pipeline.InboxFile, bool, error) {
 	now = now.UTC()
@@ -76,6 +94,18 @@ func (db *DB) ClaimInboxFile(ctx context.Context, f pipeline.InboxFile, owner st
 			return err
 		}
 		if len(rows) == 0 {
+			// Checked in the claim's transaction, so that a file another
+			// process gives up on between this process's listing and its
+			// claim is not taken up again.
+			var failed []inboxRow
+			if err := tx.NewSelect().Model(&failed).Where("object_key = ?", f.Key).Where("etag = ?", f.ETag).
+				Where(failedNotRetried).Order("id DESC").Limit(1).Scan(ctx); err != nil {
+				return fmt.Errorf("look for a failed record: %w", err)
+			}
+			if len(failed) > 0 {
+				out = failed[0].domain()
+				return nil
+			}
 			row := inboxRow{
 				ObjectKey: f.Key, ETag: f.ETag, Size: f.Size, PortfolioID: f.PortfolioID, Kind: f.Kind, Name: f.Name,
 				State: string(pipeline.InboxProcessing), Owner: owner, LeaseUntil: now.Add(lease), Attempts: 1,
@@ -93,7 +123,7 @@ func (db *DB) ClaimInboxFile(ctx context.Context, f pipeline.InboxFile, owner st
 			return nil
 		}
 		row := rows[0]
-		if row.Owner != owner && row.LeaseUntil.After(now) {
+		if row.RetryOf != nil || (row.Owner != owner && row.LeaseUntil.After(now)) {
 			out = row.domain()
 			return nil
 		}
@@ -183,12 +213,20 @@ func (db *DB) FinishInboxFile(ctx context.Context, id int64, owner string, now t
 	})
 }
 
-// InboxFiles lists file records, newest claim first.
+// InboxFiles lists file records, newest claim first: of a portfolio, in the
+// given states, below q.BeforeID for keyset paging, and without the failed
+// and rejected records retried already when q.NotRetried is set.
 func (db *DB) InboxFiles(ctx context.Context, q pipeline.InboxQuery) ([]pipeline.InboxFile, error) {
 	var rows []inboxRow
 	sel := db.bun.NewSelect().Model(&rows).Order("id DESC").Limit(int64(max(q.Limit, 1)))
 	if q.Portfolio != "" {
 		sel = sel.Where("portfolio_id = ?", q.Portfolio)
+	}
+	if q.BeforeID > 0 {
+		sel = sel.Where("id < ?", q.BeforeID)
+	}
+	if q.NotRetried {
+		sel = sel.Where("retried_at IS NULL")
 	}
 	if len(q.States) > 0 {
 		states := make([]string, len(q.States))
