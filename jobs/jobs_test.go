@@ -56,6 +56,7 @@ func (c *clock) Now() time.Time {
 }
 
 type env struct {
+	tb     testing.TB
 	db     *sqldb.DB
 	bucket objstore.Bucket
 	lake   *lake.Lake
@@ -88,7 +89,7 @@ func eachCombo(t *testing.T, fn func(t *testing.T, e *env)) {
 func newEnv(t testing.TB, c combo) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{db: sqltest.Open(t, c.db), clock: &clock{t: t0}, alloc: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	e := &env{tb: t, db: sqltest.Open(t, c.db), clock: &clock{t: t0}, alloc: memory.NewCheckedAllocator(memory.NewGoAllocator())}
 	t.Cleanup(func() { e.alloc.AssertSize(t, 0) })
 	var err error
 	if c.minio {
@@ -109,7 +110,15 @@ func (e *env) runner(mod ...func(*jobs.Config)) *jobs.Runner {
 	for _, m := range mod {
 		m(&cfg)
 	}
-	return jobs.New(e.db, e.lake, e.bucket, cfg)
+	r := jobs.New(e.db, e.lake, e.bucket, cfg)
+	// Background runs end before the database and the allocator are
+	// checked and closed.
+	e.tb.Cleanup(func() {
+		if err := r.Shutdown(context.Background()); err != nil {
+			e.tb.Errorf("shutdown: %v", err)
+		}
+	})
+	return r
 }
 
 // seed stages a small synthetic portfolio: slp and rlm locations in two

@@ -15,9 +15,11 @@ package jobs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,10 +39,12 @@ type Store interface {
 	RecordEvent(ctx context.Context, ev pipeline.Event) error
 
 	CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, error)
+	CreateRunOnce(ctx context.Context, r pipeline.Run) (pipeline.Run, bool, error)
 	FinishRun(ctx context.Context, id int64, status pipeline.RunStatus, errText string, outputs json.RawMessage, now time.Time) error
 	Runs(ctx context.Context, q pipeline.RunQuery) ([]pipeline.Run, error)
 	Run(ctx context.Context, id int64) (pipeline.Run, error)
 	FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error)
+	AppendRunLog(ctx context.Context, line pipeline.RunLogLine) error
 
 	CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error)
 	CurrentLocations(ctx context.Context, portfolio string, batch int, fn func([]pipeline.Location) error) error
@@ -75,8 +79,11 @@ type Outbox interface {
 
 // Config tunes the runner. Zero values take the defaults noted.
 type Config struct {
-	Now    func() time.Time
-	Alloc  memory.Allocator
+	Now   func() time.Time
+	Alloc memory.Allocator
+	// Logger receives the runner's log lines. The lines a run writes at
+	// info level and above are also recorded with the run (run_logs),
+	// whatever level Logger lets through.
 	Logger *slog.Logger
 	// Forecast configures forecast generation; Profiles and StateOf are
 	// filled in when nil.
@@ -102,7 +109,8 @@ type Config struct {
 
 // Runner executes stages and chains. It runs one stage at a time per
 // process; the scheduler's leader lock keeps other processes from running
-// cron stages at the same time.
+// cron stages at the same time. Start and Retry run in the background until
+// Shutdown; RunStage and Orchestrate run in their caller's goroutine.
 type Runner struct {
 	store  Store
 	lake   Lake
@@ -110,7 +118,49 @@ type Runner struct {
 	cfg    Config
 	log    *slog.Logger
 	m      metrics
-	mu     sync.Mutex
+	mu     runLock
+
+	// bg is cancelled by Shutdown, and with it every background run.
+	bg   context.Context
+	stop context.CancelCauseFunc
+	// bgMu guards closed, so that no background run is added once
+	// Shutdown has begun to wait for them.
+	bgMu    sync.Mutex
+	closed  bool
+	running sync.WaitGroup
+}
+
+// runLock is the runner's one-run-at-a-time lock. It is a channel rather
+// than a sync.Mutex so that a background run waiting for it can give up
+// when the runner shuts down.
+type runLock chan struct{}
+
+func (l runLock) Lock()   { l <- struct{}{} }
+func (l runLock) Unlock() { <-l }
+
+// TryLock takes the lock if it is free.
+func (l runLock) TryLock() bool {
+	select {
+	case l <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// LockContext takes the lock unless ctx ends first.
+func (l runLock) LockContext(ctx context.Context) error {
+	select {
+	case l <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	// Both may have been ready; a run whose context ended does not start.
+	if ctx.Err() != nil {
+		l.Unlock()
+		return context.Cause(ctx)
+	}
+	return nil
 }
 
 // New returns a runner.
@@ -149,7 +199,10 @@ func New(store Store, lk Lake, outbox Outbox, cfg Config) *Runner {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, log: cfg.Logger, m: newMetrics()}
+	r := &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, m: newMetrics(), mu: make(runLock, 1)}
+	r.log = slog.New(&runLogHandler{next: cfg.Logger.Handler(), rec: &runLogRecorder{store: store, now: cfg.Now, log: cfg.Logger}})
+	r.bg, r.stop = context.WithCancelCause(context.Background())
+	return r
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -182,19 +235,37 @@ func (r *Runner) Orchestrate(ctx context.Context, day pipeline.Day, trigger stri
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("orchestrate %s: %w", day, err)
 	}
+	return r.runChain(ctx, chain)
+}
+
+// runChain runs the stages of a recorded chain from its FromStage (the
+// first stage when it names none) to the end, each with retries, and
+// finishes the chain's record. The caller holds r.mu.
+func (r *Runner) runChain(ctx context.Context, chain pipeline.Run) (pipeline.Run, error) {
+	ctx = withRunLog(ctx, chain.ID)
+	from := chain.FromStage
+	if from == "" {
+		from = pipeline.Stages[0]
+	}
+	stages := pipeline.Stages[slices.Index(pipeline.Stages, from):]
 	r.event(ctx, "run.started", chain, nil)
+	r.log.InfoContext(ctx, "chain started", "day", chain.Day.String(), "run", chain.ID, "from_stage", from, "trigger", chain.Trigger)
 	var summary []map[string]any
 	var chainErr error
-	for _, st := range pipeline.Stages {
-		run, err := r.withRetries(ctx, st, day, trigger, &chain.ID)
+	for _, st := range stages {
+		run, err := r.withRetries(ctx, st, chain.Day, chain.Trigger, &chain.ID)
 		summary = append(summary, map[string]any{"stage": st, "run_id": run.ID, "status": run.Status, "attempt": run.Attempt})
 		if err != nil {
 			chainErr = fmt.Errorf("stage %s: %w", st, err)
+			r.log.ErrorContext(ctx, "stage failed, the chain stops", "stage", st, "run", run.ID, "attempt", run.Attempt, "err", err)
 			break
 		}
+		r.log.InfoContext(ctx, "stage succeeded", "stage", st, "run", run.ID, "attempt", run.Attempt)
 	}
 	out, _ := json.Marshal(map[string]any{"stages": summary})
-	return r.finish(ctx, chain, chainErr, out)
+	chain, err := r.finish(ctx, chain, chainErr, out)
+	r.log.InfoContext(ctx, "chain finished", "day", chain.Day.String(), "run", chain.ID, "status", chain.Status)
+	return chain, err
 }
 
 // withRetries runs a stage until it succeeds or the attempts are used up,
@@ -245,8 +316,7 @@ func (r *Runner) stageFunc(st pipeline.Stage) stageFunc {
 }
 
 func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, attempt int) (pipeline.Run, error) {
-	fn := r.stageFunc(st)
-	if fn == nil {
+	if r.stageFunc(st) == nil {
 		return pipeline.Run{}, pipeline.Errorf(pipeline.Invalid, "unknown stage %q", st)
 	}
 	run, err := r.store.CreateRun(ctx, pipeline.Run{
@@ -255,8 +325,17 @@ func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.D
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("stage %s %s: record run: %w", st, day, err)
 	}
+	return r.execStage(ctx, run)
+}
+
+// execStage does the work of a recorded stage run and finishes its record.
+// Its log lines are the run's. The caller holds r.mu.
+func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run, error) {
+	ctx = withRunLog(ctx, run.ID)
+	st, day := run.Stage, run.Day
+	fn := r.stageFunc(st)
 	r.event(ctx, "run.started", run, nil)
-	r.log.InfoContext(ctx, "stage started", "stage", st, "day", day.String(), "run", run.ID, "attempt", attempt)
+	r.log.InfoContext(ctx, "stage started", "stage", st, "day", day.String(), "run", run.ID, "attempt", run.Attempt)
 	started := time.Now()
 	ps, err := r.store.Portfolios(ctx)
 	var outputs any
@@ -271,14 +350,24 @@ func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.D
 		out, _ = json.Marshal(outputs)
 	}
 	run, ferr := r.finish(ctx, run, err, out)
-	r.log.InfoContext(ctx, "stage finished", "stage", st, "day", day.String(), "run", run.ID,
-		"status", run.Status, "seconds", time.Since(started).Seconds())
+	attrs := []any{"stage", st, "day", day.String(), "run", run.ID, "status", run.Status, "seconds", time.Since(started).Seconds()}
+	if ferr != nil {
+		// The error is the run's: it goes to its log with the other lines.
+		r.log.ErrorContext(ctx, "stage finished", append(attrs, "err", ferr)...)
+	} else {
+		r.log.InfoContext(ctx, "stage finished", attrs...)
+	}
 	return run, ferr
 }
 
 // finish records the end of a run and its event. The stage's error wins
 // over a failure to record it.
 func (r *Runner) finish(ctx context.Context, run pipeline.Run, stageErr error, out json.RawMessage) (pipeline.Run, error) {
+	if stageErr != nil && errors.Is(context.Cause(ctx), errShutdown) && !errors.Is(stageErr, errShutdown) {
+		// Say why the work was cancelled: the stage's own error often
+		// reads just "context canceled".
+		stageErr = fmt.Errorf("%w (%w)", stageErr, errShutdown)
+	}
 	now := r.cfg.Now()
 	run.FinishedAt = &now
 	run.Outputs = out

@@ -2,9 +2,12 @@ package sqldb
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/schedbridge/schedbridge/pipeline"
 )
 
 // MigrateThrough applies the migrations up to and including the one named
@@ -79,4 +82,49 @@ func QueryString(ctx context.Context, db *DB, q string, args ...any) (string, er
 func ExecForTest(ctx context.Context, db *DB, q string, args ...any) error {
 	_, err := db.bun.ExecContext(ctx, q, args...)
 	return err
+}
+
+// ExplainRuns returns the plan of the query that Runs sends for q: the
+// lines of PostgreSQL's EXPLAIN or the details of SQLite's EXPLAIN QUERY PLAN.
+func ExplainRuns(ctx context.Context, db *DB, q pipeline.RunQuery) (string, error) {
+	var rows []runRow
+	return db.explain(ctx, db.runsQuery(q, &rows).String())
+}
+
+// ExplainLastSuccesses returns the plan of the query of LastSuccesses.
+func ExplainLastSuccesses(ctx context.Context, db *DB) (string, error) {
+	return db.explain(ctx, db.lastSuccessesQuery().String())
+}
+
+func (db *DB) explain(ctx context.Context, q string) (string, error) {
+	prefix, col := "EXPLAIN ", 0
+	if db.dialect == SQLite {
+		// Its rows are id, parent, notused and detail.
+		prefix, col = "EXPLAIN QUERY PLAN ", 3
+	}
+	rows, err := db.bun.DB.QueryContext(ctx, prefix+q)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return "", err
+	}
+	var plan []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		for i := range vals {
+			vals[i] = new(any)
+		}
+		if err := rows.Scan(vals...); err != nil {
+			return "", err
+		}
+		v := *vals[col].(*any)
+		if b, ok := v.([]byte); ok {
+			v = string(b)
+		}
+		plan = append(plan, fmt.Sprint(v))
+	}
+	return strings.Join(plan, "\n"), rows.Err()
 }

@@ -275,11 +275,8 @@ func TestKalkulationMigrationDownUp(t *testing.T) {
 				if _, err := db.PutPrices(ctx, price.Spot, quarterPoints(4, func(int) float64 { return 1 }), "x", t0); err != nil {
 					t.Fatal(err)
 				}
-				run, err := db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageKalkulation, Day: pday, StartedAt: t0})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := db.PublishKalkulation(ctx, run.ID, pday, kalkRows(run.ID, pday, []string{"p1"},
+				runID := insertRun(t, db, pipeline.StageKalkulation)
+				if err := db.PublishKalkulation(ctx, runID, pday, kalkRows(runID, pday, []string{"p1"},
 					[]pipeline.ControlArea{pipeline.TenneT}, 4)); err != nil {
 					t.Fatal(err)
 				}
