@@ -138,6 +138,17 @@ func (s *Server) getInbox(c *gin.Context) {
 			rep.Processing = append(rep.Processing, inboxRow(f))
 		}
 	}
+	// A failed file stays in the inbox, skipped until an operator retries
+	// it (GET /v1/console/inbox?state=failed); it is not pending.
+	failed, err := s.deps.InboxFiles.InboxFiles(ctx, pipeline.InboxQuery{Portfolio: portfolio, Limit: 10000,
+		States: []pipeline.InboxState{pipeline.InboxFailed}, NotRetried: true})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	for _, f := range failed {
+		busy[f.Key] = true
+	}
 	prefix := inboxPrefix
 	if portfolio != "" {
 		prefix += portfolio + "/"

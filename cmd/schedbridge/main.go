@@ -428,7 +428,8 @@ func (a *app) serve(ctx context.Context) error {
 	}
 	defer tokens.Close()
 	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db, Tokens: tokens, TokenClients: db,
-		InboxFiles: db, InboxBucket: bucket, Events: db, Runner: runner, Results: db, Trades: db}
+		InboxFiles: db, InboxBucket: bucket, Events: db, Runner: runner, Results: db, Trades: db,
+		Starter: runner, RunLogs: db, Recorded: db}
 	// The scheduler fires the stages on cron on the one process that holds
 	// the leader lock; it stops with the process.
 	schedDone := make(chan struct{})
@@ -455,8 +456,8 @@ func (a *app) serve(ctx context.Context) error {
 		close(schedDone)
 	}
 	// pendingInbox is the source of the pending-inbox metrics: the inbox
-	// processor, once it has PendingStats(ctx, cap) (pipeline.PendingInbox,
-	// error). Until it is set, those metrics are not exported.
+	// processor, when this process runs one. Without it those metrics are
+	// not exported, since another replica's processor owns them.
 	var pendingInbox jobs.PendingCounter
 	// The inbox runs beside the API and stops with it; a file being staged
 	// when the process stops is rolled back and processed on the next start.
@@ -469,10 +470,9 @@ func (a *app) serve(ctx context.Context) error {
 			close(inboxDone)
 			return err
 		}
-		deps.Waker = proc
-		// The processor lacks PendingStats yet; with it, this line wires the
-		// pending-inbox metrics:
-		// pendingInbox = proc
+		// The processor wakes on bucket events, counts what waits for the
+		// metrics and serves the console's inbox desk.
+		deps.Waker, deps.Inbox, pendingInbox = proc, proc, proc
 		go func() { defer close(inboxDone); _ = proc.Run(inboxCtx) }()
 		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
 	} else {
@@ -575,6 +575,12 @@ func (a *app) serve(ctx context.Context) error {
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	// Runs that the console started in the background end as failed, with
+	// the shutdown as their error, while the database is still open; an
+	// operator retries them on another replica or after the restart.
+	if err := runner.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: background runs: %w", err)
 	}
 	a.log.Info("stopped")
 	return nil
