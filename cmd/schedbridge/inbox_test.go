@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -90,19 +89,7 @@ func (in *instance) report(key string) map[string][]map[string]any {
 	return out
 }
 
-func (in *instance) versions() int {
-	in.t.Helper()
-	db, err := sqldb.Open(context.Background(), sqldb.Options{URL: in.dbURL})
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	defer db.Close()
-	n, err := db.CountVersions(context.Background(), "metered", "p1", false)
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	return n
-}
+func (in *instance) versions() int { return in.meteredVersions("p1") }
 
 func waitFor(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()

@@ -143,7 +143,7 @@ func TestStatsMigrationDownUp(t *testing.T) {
 			if d == sqldb.Postgres {
 				exists = "SELECT COUNT(*) FROM pg_indexes WHERE indexname = 'schedule_messages_status'"
 			}
-			if err := sqldb.MigrateThrough(ctx, db, "20261127000001"); err != nil {
+			if err := sqldb.MigrateThrough(ctx, db, "20261128000002"); err != nil {
 				t.Fatal(err)
 			}
 			seedPortfolio(t, db, "p1")

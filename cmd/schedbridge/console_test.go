@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// consoleInbox lists the console's inbox in a state.
+func (in *instance) consoleInbox(key, state string) (int, http.Header, []map[string]any) {
+	in.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+in.addr+"/v1/console/inbox?state="+state, nil)
+	req.Header.Set("X-API-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var page struct {
+		Items []map[string]any `json:"items"`
+	}
+	if resp.StatusCode == 200 {
+		if err := json.Unmarshal(b, &page); err != nil {
+			in.t.Fatalf("inbox %s: %s", state, b)
+		}
+	}
+	return resp.StatusCode, resp.Header, page.Items
+}
+
+// meteredVersions counts the metered-data versions staged for a portfolio.
+func (in *instance) meteredVersions(portfolio string) int {
+	in.t.Helper()
+	db, err := sqldb.Open(context.Background(), sqldb.Options{URL: in.dbURL})
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer db.Close()
+	n, err := db.CountVersions(context.Background(), "metered", portfolio, false)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return n
+}
+
+// TestConsoleInboxRetry drives the inbox desk end to end, on SQLite with the
+// local store and on PostgreSQL with MinIO: a dropped file is pending; a
+// file for an unknown portfolio is rejected; once the portfolio exists, the
+// operator sends it back and it is staged, once, however often the retry
+// is sent.
+func TestConsoleInboxRetry(t *testing.T) {
+	for _, c := range []struct {
+		d     sqldb.Dialect
+		minio bool
+	}{{sqldb.SQLite, false}, {sqldb.Postgres, true}} {
+		t.Run(string(c.d), func(t *testing.T) {
+			t.Parallel()
+			in := newInstance(t, c.d)
+			in.withInbox(c.minio)
+			// One scan at start, then only when woken: a dropped file waits.
+			in.env = append(in.env, "SCHEDBRIDGE_INBOX_INTERVAL=1h", "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN=true")
+			key := in.setup()
+			_, logs := in.serve()
+			defer func() {
+				if t.Failed() {
+					t.Logf("server log:\n%s", logs)
+				}
+			}()
+
+			csv := filepath.Join(t.TempDir(), "m.csv")
+			const rows = 20 // a version per market location and day
+			writeCSV(t, csv, rows, 1)
+			in.cli(0, "inbox", "put", csv, "--portfolio", "p9", "--kind", "metered-data")
+			code, hdr, pending := in.consoleInbox(key, "pending")
+			if code != 200 || len(pending) != 1 || pending[0]["file"] != "inbox/p9/metered-data/m.csv" ||
+				pending[0]["portfolio"] != "p9" || pending[0]["kind"] != "metered-data" || pending[0]["size"].(float64) == 0 {
+				t.Fatalf("pending: %d %v", code, pending)
+			}
+			req, _ := http.NewRequest("GET", "http://"+in.addr+"/v1/console/inbox?state=pending", nil)
+			req.Header.Set("X-API-Key", key)
+			req.Header.Set("If-None-Match", hdr.Get("ETag"))
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 304 {
+				t.Fatalf("unchanged pending list: %v %v", resp, err)
+			} else {
+				resp.Body.Close()
+			}
+
+			wake := func() {
+				if code, _, body := in.do("POST", "/v1/inbox/events", "", []byte(`{"EventName":"s3:ObjectCreated:Put"}`)); code != 204 && code != 200 {
+					t.Fatalf("wake: %d %v", code, body)
+				}
+			}
+			wake()
+			var rejected []map[string]any
+			waitFor(t, "the file to be rejected", 20*time.Second, func() bool {
+				_, _, rejected = in.consoleInbox(key, "rejected")
+				return len(rejected) == 1
+			})
+			r := rejected[0]
+			if !strings.Contains(fmt.Sprint(r["reason"]), `unknown portfolio "p9"`) || !strings.HasSuffix(fmt.Sprint(r["receipt"]), ".errors.json") ||
+				r["file"] != "inbox/p9/metered-data/m.csv" {
+				t.Errorf("rejected: %v", r)
+			}
+			id := int64(r["id"].(float64))
+
+			// The cause is fixed; the operator sends the file back.
+			in.cli(0, "portfolio", "put", "p9", "--name", "Nine", "--control-areas", "TenneT")
+			retry := func() (int, map[string]any) {
+				code, _, body := in.do("POST", "/v1/console/inbox/retry", key, []byte(fmt.Sprintf(`{"id":%d}`, id)))
+				return code, body
+			}
+			if code, body := retry(); code != 202 || body["retried_at"] == nil || body["state"] != "rejected" {
+				t.Fatalf("retry: %d %v", code, body)
+			}
+			waitFor(t, "the retried file to be staged", 20*time.Second, func() bool { return in.meteredVersions("p9") == rows })
+			waitFor(t, "the inbox to settle", 20*time.Second, func() bool {
+				_, _, p := in.consoleInbox(key, "processing")
+				_, _, rj := in.consoleInbox(key, "rejected")
+				_, _, pe := in.consoleInbox(key, "pending")
+				return len(p) == 0 && len(rj) == 0 && len(pe) == 0
+			})
+			// Sending it back again moves nothing and stages nothing.
+			if code, body := retry(); code != 202 || body["retried_at"] == nil {
+				t.Fatalf("second retry: %d %v", code, body)
+			}
+			wake()
+			time.Sleep(500 * time.Millisecond) // a scan's worth, for a second staging that must not happen
+			if n := in.meteredVersions("p9"); n != rows {
+				t.Errorf("%d versions staged, want %d: staged twice", n, rows)
+			}
+
+			// The processed file's record cannot be sent back; unknown ids
+			// and bodies that are no id are refused.
+			var processed float64
+			for _, row := range in.report(key)["processed"] {
+				if row["key"] == "inbox/p9/metered-data/m.csv" {
+					processed = row["id"].(float64)
+				}
+			}
+			for _, tc := range []struct {
+				body string
+				want int
+			}{
+				{fmt.Sprintf(`{"id":%d}`, int64(processed)), 409},
+				{`{"id":999999}`, 404},
+				{`{"id":"one"}`, 422},
+				{`{}`, 422},
+			} {
+				if code, _, body := in.do("POST", "/v1/console/inbox/retry", key, []byte(tc.body)); code != tc.want {
+					t.Errorf("retry %s: %d %v, want %d", tc.body, code, body, tc.want)
+				}
+			}
+			if code, _, _ := in.consoleInbox(key, "lost"); code != 422 {
+				t.Errorf("unknown state: %d", code)
+			}
+		})
+	}
+}
