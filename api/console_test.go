@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/clocktest"
+	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/lake"
@@ -569,3 +570,88 @@ func TestConsoleEventStream(t *testing.T) {
 		}
 	})
 }
+
+// inboxStore hands the store's bulk transaction to the inbox as its Stager.
+type inboxStore struct{ *sqldb.DB }
+
+func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
+	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
+}
+
+// TestConsoleInboxPages: pending files page by key and rejected ones by
+// record, newest first, each with next_cursor and Link until the last page.
+func TestConsoleInboxPages(t *testing.T) {
+	eachConsole(t, func(t *testing.T, f *consoleFixture) {
+		ctx := context.Background()
+		proc, err := inbox.New(f.bucket, inboxStore{f.db}, inbox.Config{Owner: "test", Now: f.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deps := f.deps
+		deps.Inbox, deps.Recorded, deps.Results = proc, f.db, f.db
+		f.srv = api.New(api.Config{Now: f.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, deps)
+		put := func(key string) {
+			body := "malo;day;unit;v1\n"
+			if err := f.bucket.Put(ctx, key, strings.NewReader(body), int64(len(body))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 3 {
+			put(fmt.Sprintf("inbox/p9/metered-data/%d.csv", i)) // p9 does not exist: rejected
+		}
+		if _, err := proc.Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			put(fmt.Sprintf("inbox/p1/metered-data/w%d.csv", i)) // waiting, not scanned
+		}
+		pages := func(state string) [][]string {
+			var out [][]string
+			path := "/v1/console/inbox?limit=2&state=" + state
+			for n := 0; path != "" && n < 5; n++ {
+				r := f.as("process", "GET", path, nil)
+				var p struct {
+					Items      []api.ConsoleInboxFile `json:"items"`
+					NextCursor *string                `json:"next_cursor"`
+				}
+				if err := json.Unmarshal(r.body, &p); err != nil || r.code != 200 {
+					t.Fatalf("%s: %d %s", path, r.code, r.body)
+				}
+				var files []string
+				for _, it := range p.Items {
+					if it.State != state {
+						t.Errorf("%s lists a %s file", state, it.State)
+					}
+					files = append(files, strings.TrimPrefix(it.File, "inbox/"))
+				}
+				out = append(out, files)
+				path = ""
+				if link := r.header.Get("Link"); link != "" {
+					path = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+				}
+				if (p.NextCursor == nil) != (path == "") {
+					t.Errorf("next_cursor %v and Link %q disagree", p.NextCursor, link(r))
+				}
+			}
+			return out
+		}
+		if got := fmt.Sprint(pages("pending")); got != "[[p1/metered-data/w0.csv p1/metered-data/w1.csv] [p1/metered-data/w2.csv]]" {
+			t.Errorf("pending pages %s", got)
+		}
+		if got := fmt.Sprint(pages("rejected")); got != "[[p9/metered-data/2.csv p9/metered-data/1.csv] [p9/metered-data/0.csv]]" {
+			t.Errorf("rejected pages %s", got)
+		}
+		if got := fmt.Sprint(pages("failed")); got != "[[]]" {
+			t.Errorf("failed pages %s", got)
+		}
+		// The summary counts the backlog.
+		var sum api.ConsoleSummary
+		r := f.as("process", "GET", "/v1/console/summary", nil)
+		if err := json.Unmarshal(r.body, &sum); err != nil || sum.Inbox == nil || sum.Inbox.Pending != 3 || sum.Inbox.Rejected24h != 3 ||
+			sum.Inbox.OldestPending == nil {
+			t.Errorf("summary's inbox: %d %s", r.code, r.body)
+		}
+	})
+}
+
+func link(r response) string { return r.header.Get("Link") }

@@ -307,14 +307,9 @@ func (db *DB) Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Eve
 	}
 	out := make([]pipeline.Event, len(rows))
 	for i, r := range rows {
-		out[i] = pipeline.Event{ID: r.ID, At: r.At.UTC(), Kind: r.Kind, PortfolioID: r.PortfolioID,
-			Subject: r.Subject, Data: json.RawMessage(r.Data)}
-		if r.DeliveryDay != nil {
-			d, err := pipeline.ParseDay(*r.DeliveryDay)
-			if err != nil {
-				return nil, fmt.Errorf("event %d: stored %w", r.ID, err)
-			}
-			out[i].DeliveryDay = &d
+		var err error
+		if out[i], err = r.domain(); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
