@@ -263,7 +263,7 @@ func (s *Server) getEvents(c *gin.Context) {
 	if evs == nil {
 		evs = []pipeline.Event{}
 	}
-	c.JSON(http.StatusOK, evs)
+	s.cachedJSON(c, http.StatusOK, evs)
 }
 
 // maxEventBytes caps a bucket event notification. MinIO and versitygw post
