@@ -55,8 +55,12 @@ type InboxConfig struct {
 	Interval     time.Duration `yaml:"interval"`
 	Lease        time.Duration `yaml:"lease"`
 	MaxFileBytes int64         `yaml:"max_file_bytes"`
-	WebhookToken string        `yaml:"webhook_token"`
-	WebhookOpen  bool          `yaml:"webhook_open"`
+	// MaxAttempts is how often a file is tried when its processing fails
+	// for reasons that are not the file's fault, before it is failed and
+	// left for an operator to retry (GET /v1/console/inbox?state=failed).
+	MaxAttempts  int    `yaml:"max_attempts"`
+	WebhookToken string `yaml:"webhook_token"`
+	WebhookOpen  bool   `yaml:"webhook_open"`
 }
 
 // MakoConfig configures the market communication with the DSOs.
@@ -111,7 +115,7 @@ func defaultConfig() Config {
 		LogLevel:        "info",
 		LogFormat:       "json",
 		S3:              S3Config{Bucket: "schedbridge"},
-		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30},
+		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30, MaxAttempts: 5},
 		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd"},
 		Mako:            MakoConfig{Sync: true, Interval: 5 * time.Minute, Self: MakoSelf{PartinProcessID: "37000"}, IMAP: IMAPConfig{Security: "tls"}},
 		Environment:     "production",
@@ -149,6 +153,7 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_INBOX", func(c *Config, v string) (err error) { c.Inbox.Enabled, err = strconv.ParseBool(v); return }},
 	{"SCHEDBRIDGE_INBOX_INTERVAL", func(c *Config, v string) (err error) { c.Inbox.Interval, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_INBOX_LEASE", func(c *Config, v string) (err error) { c.Inbox.Lease, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_INBOX_MAX_ATTEMPTS", func(c *Config, v string) (err error) { c.Inbox.MaxAttempts, err = strconv.Atoi(v); return }},
 	{"SCHEDBRIDGE_INBOX_MAX_FILE_BYTES", func(c *Config, v string) (err error) { c.Inbox.MaxFileBytes, err = strconv.ParseInt(v, 10, 64); return }},
 	{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN", func(c *Config, v string) error { c.Inbox.WebhookToken = v; return nil }},
 	{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN", func(c *Config, v string) (err error) { c.Inbox.WebhookOpen, err = strconv.ParseBool(v); return }},
@@ -222,8 +227,8 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if c.Inbox.WebhookOpen && c.Inbox.WebhookToken != "" {
 		return c, fmt.Errorf("inbox: webhook_open and webhook_token exclude each other; with a token the webhook is not open")
 	}
-	if c.Inbox.Interval <= 0 || c.Inbox.Lease < 3*time.Second || c.Inbox.MaxFileBytes <= 0 {
-		return c, fmt.Errorf("inbox: interval and max_file_bytes must be positive and the lease at least 3s")
+	if c.Inbox.Interval <= 0 || c.Inbox.Lease < 3*time.Second || c.Inbox.MaxFileBytes <= 0 || c.Inbox.MaxAttempts < 1 {
+		return c, fmt.Errorf("inbox: interval and max_file_bytes must be positive, max_attempts at least 1 and the lease at least 3s")
 	}
 	if c.Pipeline.Attempts < 1 || c.Pipeline.Backoff <= 0 || c.Pipeline.HistoryWeeks < 1 {
 		return c, fmt.Errorf("pipeline: attempts and history_weeks must be at least 1 and backoff positive")

@@ -39,6 +39,8 @@ func TestHTTPConfig(t *testing.T) {
 		{"open and a token", "", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "1", "SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN": "t"}, 0, 0, false,
 			"webhook_open and webhook_token exclude each other"},
 		{"open not a boolean", "", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "yes"}, 0, 0, false, "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN"},
+		{"no attempts", "inbox:\n  max_attempts: 0\n", nil, 0, 0, false, "max_attempts at least 1"},
+		{"attempts not a number", "", map[string]string{"SCHEDBRIDGE_INBOX_MAX_ATTEMPTS": "many"}, 0, 0, false, "SCHEDBRIDGE_INBOX_MAX_ATTEMPTS"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

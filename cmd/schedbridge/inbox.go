@@ -57,7 +57,7 @@ func (a *app) newProcessor(bucket objstore.Bucket, db *sqldb.DB, reg prometheus.
 	}
 	return inbox.New(bucket, inboxStore{db}, inbox.Config{
 		Owner: ownerName(), Interval: a.cfg.Inbox.Interval, Lease: a.cfg.Inbox.Lease,
-		MaxFileBytes: a.cfg.Inbox.MaxFileBytes, SpoolDir: spool, Now: a.now, Logger: a.log.With("component", "inbox"),
+		MaxFileBytes: a.cfg.Inbox.MaxFileBytes, MaxAttempts: a.cfg.Inbox.MaxAttempts, SpoolDir: spool, Now: a.now, Logger: a.log.With("component", "inbox"),
 		Registerer: reg, ParseAnswer: fahrplan.ParseAnswer, Answers: db,
 	})
 }
