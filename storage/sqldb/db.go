@@ -50,6 +50,9 @@ type DB struct {
 	lockPath string
 	// path is the SQLite database file; leader locks are files beside it.
 	path string
+	// makoFacts keeps the last facts of the market-partner overview (see
+	// mako_cache.go).
+	makoFacts makoFactsCache
 }
 
 // Options configure Open.

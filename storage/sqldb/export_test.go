@@ -91,6 +91,43 @@ func ExplainRuns(ctx context.Context, db *DB, q pipeline.RunQuery) (string, erro
 	return db.explain(ctx, db.runsQuery(q, &rows).String())
 }
 
+// ForgetMakoFacts drops the market-partner facts that MakoFacts keeps, as a
+// write of another process would make it do, so that the next call reads
+// them in full.
+func ForgetMakoFacts(db *DB) {
+	db.makoFacts.mu.Lock()
+	defer db.makoFacts.mu.Unlock()
+	db.makoFacts.facts = nil
+}
+
+// MakoLatestDrift lists the mako_edi_latest entries whose copy of their
+// message's columns differs from the message and its file, or whose message
+// is gone.
+func MakoLatestDrift(ctx context.Context, db *DB) ([]string, error) {
+	var rows []struct {
+		Partner string `bun:"partner_mp_id"`
+		Stream  string `bun:"stream"`
+	}
+	err := db.bun.NewRaw("SELECT l.partner_mp_id, l.stream FROM mako_edi_latest l "+
+		"LEFT JOIN mako_edi_messages m ON m.id = l.message_id LEFT JOIN mako_edi_files f ON f.id = m.file_id "+
+		"WHERE m.id IS NULL OR l.object_key <> f.object_key OR l.direction <> m.direction OR l.type <> m.type "+
+		"OR l.process_id <> m.process_id OR l.bgm <> m.bgm OR l.document_no <> m.document_no "+
+		"OR l.interchange_ref <> m.interchange_ref OR l.message_ref <> m.message_ref OR l.message_stream <> m.stream "+
+		"OR l.verdict <> m.verdict OR l.at <> m.at OR l.partner_mp_id <> m.partner_mp_id "+
+		"OR (l.answered_at IS NULL) <> (m.answered_at IS NULL) OR l.answered_at <> m.answered_at").Scan(ctx, &rows)
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Partner + "/" + r.Stream
+	}
+	return out, err
+}
+
+// ExplainEvents returns the plan of the query that Events sends for q.
+func ExplainEvents(ctx context.Context, db *DB, q pipeline.EventQuery) (string, error) {
+	var rows []eventRow
+	return db.explain(ctx, db.eventsQuery(q, &rows).String())
+}
+
 // ExplainLastSuccesses returns the plan of the query of LastSuccesses.
 func ExplainLastSuccesses(ctx context.Context, db *DB) (string, error) {
 	return db.explain(ctx, db.lastSuccessesQuery().String())

@@ -282,7 +282,22 @@ func (db *DB) RecordEvent(ctx context.Context, ev pipeline.Event) error {
 // time range [From, To) and delivery day.
 func (db *DB) Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Event, error) {
 	var rows []eventRow
-	sel := db.bun.NewSelect().Model(&rows).Where("id > ?", q.AfterID).Order("id").Limit(int64(max(q.Limit, 1)))
+	if err := db.eventsQuery(q, &rows).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list events: %w", err)
+	}
+	out := make([]pipeline.Event, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = r.domain(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// eventsQuery is the query of Events; the tests explain it.
+func (db *DB) eventsQuery(q pipeline.EventQuery, rows *[]eventRow) *bun.SelectQuery {
+	sel := db.bun.NewSelect().Model(rows).Where("id > ?", q.AfterID).Order("id").Limit(int64(max(q.Limit, 1)))
 	if q.Kind != "" {
 		if prefix, ok := strings.CutSuffix(q.Kind, "*"); ok {
 			sel = sel.Where("substr(kind, 1, ?) = ?", len(prefix), prefix)
@@ -302,17 +317,7 @@ func (db *DB) Events(ctx context.Context, q pipeline.EventQuery) ([]pipeline.Eve
 	if q.Day != nil {
 		sel = sel.Where("delivery_day = ?", q.Day.String())
 	}
-	if err := sel.Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list events: %w", err)
-	}
-	out := make([]pipeline.Event, len(rows))
-	for i, r := range rows {
-		var err error
-		if out[i], err = r.domain(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return sel
 }
 
 // OpenInboxFiles lists the files whose processing has not finished.

@@ -216,7 +216,7 @@ func (db *DB) ReplacePartners(ctx context.Context, imp mako.RegistryImport) (mak
 				return fmt.Errorf("add contacts: %w", err)
 			}
 		}
-		return nil
+		return db.bumpMakoVersion(ctx, tx, makoWriterRegistry)
 	})
 	if err != nil {
 		return mako.RegistryResult{}, fmt.Errorf("replace market partners from %s: %w", imp.Source, err)

@@ -134,7 +134,10 @@ func (db *DB) IndexMails(ctx context.Context, mails []mako.Mail) (int, error) {
 				}
 			}
 		}
-		return nil
+		if added == 0 {
+			return nil
+		}
+		return db.bumpMakoVersion(ctx, tx, makoWriterMail)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("index %d mails: %w", len(list), err)
