@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako loadtest vet fmt clean screenshots docs-bundle
+.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
 
 all: build
 
@@ -36,10 +36,10 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 # Go benchmarks, then the load generator against a real server process.
-bench: test-deps bench-go bench-chain bench-mako loadtest
+bench: test-deps bench-go bench-chain bench-mako bench-console loadtest
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -skip 'BenchmarkChain|BenchmarkMakoViews' ./...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 5x -skip 'BenchmarkChain|BenchmarkMakoViews|BenchmarkConsoleSummary' ./...
 
 # The issue's bulk benchmark: a 1,000,000-row x 96 metered-data CSV through
 # MinIO into SQLite and into PostgreSQL (wall time, values/s, peak RSS).
@@ -57,6 +57,15 @@ bench-chain: test-deps
 # reply reconciliation as an operator calls them.
 bench-mako: test-deps
 	$(GO) test -run '^$$' -bench BenchmarkMakoViews -benchtime 10x -timeout 30m -v ./jobs/
+
+# The operators' console at the scale of the others (issue 17): 1,000,000
+# market locations, 900 DSOs with 200,000 EDIFACT files and 20,000 mails, and
+# a year of runs, events, schedules and inbox files on SQLite + the local
+# store and on PostgreSQL + MinIO; the console's and the app's summary
+# through the HTTP handler, the parts they read, and the cheapest
+# authenticated request as their peer.
+bench-console: test-deps
+	SCHEDBRIDGE_BENCH_LOCATIONS=1000000 $(GO) test -run '^$$' -bench BenchmarkConsoleSummary -benchtime 20x -timeout 90m -v ./jobs/
 
 loadtest: build
 	./deploy/dev/loadtest.sh

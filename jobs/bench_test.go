@@ -33,13 +33,7 @@ const EnvBenchLocations = "SCHEDBRIDGE_BENCH_LOCATIONS"
 // chain alone, and DuckDB's time for the same aggregation over the same
 // forecast_malo Parquet files.
 func BenchmarkChain(b *testing.B) {
-	n := 20000
-	if s := os.Getenv(EnvBenchLocations); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil {
-			b.Fatal(err)
-		}
-	}
+	n := benchLocations(b, 20000)
 	ctx := context.Background()
 	dir := b.TempDir()
 	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(dir, "bench.db")})
@@ -185,22 +179,43 @@ func BenchmarkChain(b *testing.B) {
 	b.Logf("kalkulation stage for %d locations with their Ist: %.2f s", n, secs)
 }
 
+// benchLocations is the number of market locations of a benchmark at scale:
+// EnvBenchLocations when set, else def.
+func benchLocations(b *testing.B, def int) int {
+	s := os.Getenv(EnvBenchLocations)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		b.Fatalf("%s=%q: want a positive number of market locations", EnvBenchLocations, s)
+	}
+	return n
+}
+
 // bulkFiles numbers the files stageBulk claims, so that each is a new one.
 var bulkFiles int
 
-// stageBulk stages a large input in one bulk transaction, as the inbox does.
+// stageBulk stages a large input of the portfolio "bench" in one bulk
+// transaction, as the inbox does.
 func stageBulk(b *testing.B, db *sqldb.DB, kind string, fn func(*sqldb.BulkStage) error) {
+	b.Helper()
+	stageBulkFor(b, db, "bench", kind, fn)
+}
+
+// stageBulkFor is stageBulk for any portfolio.
+func stageBulkFor(b *testing.B, db *sqldb.DB, portfolio, kind string, fn func(*sqldb.BulkStage) error) {
 	b.Helper()
 	ctx := context.Background()
 	// Bulk staging commits under an inbox claim, as a dropped file would.
 	bulkFiles++
-	key := fmt.Sprintf("inbox/bench/%s/bench-%d.csv", kind, bulkFiles)
-	f, ok, err := db.ClaimInboxFile(ctx, pipeline.InboxFile{Key: key, ETag: "1", PortfolioID: "bench", Kind: kind},
+	key := fmt.Sprintf("inbox/%s/%s/bench-%d.csv", portfolio, kind, bulkFiles)
+	f, ok, err := db.ClaimInboxFile(ctx, pipeline.InboxFile{Key: key, ETag: "1", PortfolioID: portfolio, Kind: kind},
 		"bench", time.Now(), time.Hour)
 	if err != nil || !ok {
 		b.Fatalf("claim: %v %v", ok, err)
 	}
-	st, err := db.BeginBulk(ctx, kind, "bench", kind, time.Now())
+	st, err := db.BeginBulk(ctx, kind, portfolio, kind, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -208,8 +223,16 @@ func stageBulk(b *testing.B, db *sqldb.DB, kind string, fn func(*sqldb.BulkStage
 	if err := fn(st); err != nil {
 		b.Fatal(err)
 	}
-	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: "bench", Endpoint: "bench " + kind, InputHash: kind, StatusCode: 200}
-	if _, err := st.Commit(ctx, f.ID, "bench", "processed/bench", a, func(pipeline.StageResult) ([]byte, error) { return nil, nil }); err != nil {
+	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: portfolio, Endpoint: "bench " + kind, InputHash: kind, StatusCode: 200}
+	dest := "processed/" + portfolio + "/" + kind
+	if _, err := st.Commit(ctx, f.ID, "bench", dest, a, func(pipeline.StageResult) ([]byte, error) { return nil, nil }); err != nil {
+		b.Fatal(err)
+	}
+	// The inbox closes the record once the file is moved; left staged, it
+	// would count as a file in processing in the console.
+	ev := pipeline.Event{At: time.Now(), Kind: "inbox.processed", PortfolioID: portfolio, Subject: key,
+		Data: json.RawMessage(fmt.Sprintf(`{"id":%d,"dest":%q,"kind":%q}`, f.ID, dest, kind))}
+	if err := db.FinishInboxFile(ctx, f.ID, "bench", time.Now(), ev); err != nil {
 		b.Fatal(err)
 	}
 }
