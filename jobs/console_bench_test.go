@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,6 +228,11 @@ func (cs *consoleBench) run(b *testing.B) {
 	b.Logf("summary: chain %s, inbox: %d pending, %d processing, %d failed and %d rejected in 24 h; %d red partners; missing prices %+v",
 		sum.Chain.State, sum.Inbox.Pending, sum.Inbox.Processing, sum.Inbox.Failed24h, sum.Inbox.Rejected24h, *sum.RedPartners, sum.Prices)
 
+	// The machine may be shared: the load it had goes with the figures.
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("load average before the timed requests: %s", strings.Join(strings.Fields(string(load))[:3], " "))
+	}
+
 	// timed runs fn b.N times and reports milliseconds per call; prep, if
 	// given, runs before each call outside the measurement.
 	timed := func(b *testing.B, prep, fn func()) float64 {
@@ -335,6 +342,9 @@ func (cs *consoleBench) run(b *testing.B) {
 		}
 		b.Run("part/"+p.name, func(b *testing.B) { timed(b, prep, func() { p.fn(b) }) })
 	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("load average after the timed requests: %s", strings.Join(strings.Fields(string(load))[:3], " "))
+	}
 }
 
 // tsoParties are the receivers of the schedules.
@@ -353,13 +363,21 @@ func seedConsoleYear(b *testing.B, e *env, now time.Time) {
 	}
 	g, ctx := errgroup.WithContext(context.Background())
 	g.SetLimit(workers)
+	var n seedCounts
 	for i := range consoleBenchDays {
 		d := first.AddDays(i)
-		g.Go(func() error { return seedConsoleDay(ctx, e.db, d, now, i) })
+		g.Go(func() error { return seedConsoleDay(ctx, e.db, d, now, i, &n) })
 	}
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
+	b.Logf("a year: %d runs with %d log lines, %d events, %d schedule versions, %d inbox records",
+		n.runs.Load(), n.logLines.Load(), n.events.Load(), n.schedules.Load(), n.inboxFiles.Load())
+}
+
+// seedCounts counts what seedConsoleYear recorded.
+type seedCounts struct {
+	runs, logLines, events, schedules, inboxFiles atomic.Int64
 }
 
 // daySeeder records one delivery day.
@@ -369,6 +387,7 @@ type daySeeder struct {
 	day pipeline.Day
 	now time.Time
 	rng *rand.Rand
+	n   *seedCounts
 	err error
 	// file numbers the day's inbox files.
 	file int
@@ -379,8 +398,8 @@ type daySeeder struct {
 // chain), the schedules with the TSOs' answers, the read models, the inbox
 // files that arrived that day, and the kalkulation the morning after.
 // Nothing after now is recorded.
-func seedConsoleDay(ctx context.Context, db *sqldb.DB, d pipeline.Day, now time.Time, seed int) error {
-	s := &daySeeder{ctx: ctx, db: db, day: d, now: now, rng: rand.New(rand.NewPCG(uint64(seed), 17))}
+func seedConsoleDay(ctx context.Context, db *sqldb.DB, d pipeline.Day, now time.Time, seed int, n *seedCounts) error {
+	s := &daySeeder{ctx: ctx, db: db, day: d, now: now, rng: rand.New(rand.NewPCG(uint64(seed), 17)), n: n}
 	before := d.AddDays(-1).Start() // midnight Berlin of the day before
 	s.chain(before.Add(8 * time.Hour))
 	s.inboxFiles(before)
@@ -400,6 +419,7 @@ func (s *daySeeder) fail(err error) {
 func (s *daySeeder) event(at time.Time, kind, portfolio, subject string, day *pipeline.Day, data map[string]any) {
 	raw, _ := json.Marshal(data)
 	s.fail(s.db.RecordEvent(s.ctx, pipeline.Event{At: at, Kind: kind, PortfolioID: portfolio, Subject: subject, DeliveryDay: day, Data: raw}))
+	s.n.events.Add(1)
 }
 
 // runEvent is Runner.event's record of a run.
@@ -440,6 +460,7 @@ func (s *daySeeder) stageRuns(st pipeline.Stage, parent *int64, attempts int, gi
 			s.fail(err)
 			return at, false
 		}
+		s.n.runs.Add(1)
 		s.runEvent(at, "run.started", r, nil)
 		took := time.Duration(2+s.rng.IntN(40)) * time.Second
 		lines := []pipeline.RunLogLine{
@@ -457,6 +478,7 @@ func (s *daySeeder) stageRuns(st pipeline.Stage, parent *int64, attempts int, gi
 		for i := range lines {
 			lines[i].RunID, lines[i].Seq = r.ID, i+1
 			s.fail(s.db.AppendRunLog(s.ctx, lines[i]))
+			s.n.logLines.Add(1)
 		}
 		at = at.Add(took)
 		var out json.RawMessage
@@ -502,6 +524,7 @@ func (s *daySeeder) chain(at time.Time) {
 			s.fail(err)
 			return
 		}
+		s.n.runs.Add(1)
 		s.runEvent(at, "run.started", chain, nil)
 		ok := true
 		for _, st := range pipeline.Stages[indexOf(pipeline.Stages, from):] {
@@ -587,6 +610,7 @@ func (s *daySeeder) schedules(runID int64, at time.Time) time.Time {
 					s.fail(err)
 					return at
 				}
+				s.n.schedules.Add(1)
 				day := s.day
 				s.event(sent, "schedule.sent", cp.p.ID, m.FileName, &day, map[string]any{"portfolio": cp.p.ID, "control_area": area,
 					"file_name": m.FileName, "object_key": m.ObjectKey, "version": m.Version, "message_id": m.MessageID, "series": 3})
@@ -643,6 +667,8 @@ func (s *daySeeder) answer(m pipeline.ScheduleMessage, kind string, status pipel
 		"message_id": m.MessageID, "version": m.Version, "status": status, "accepted": accepted, "reasons": reasons,
 		"schedule_id": m.ID, "control_area": m.ControlArea})
 	day := s.day
+	s.n.inboxFiles.Add(1)
+	s.n.events.Add(1)
 	s.fail(s.db.FinishInboxFile(s.ctx, f.ID, "bench", at, pipeline.Event{At: at, Kind: "tso.answer", PortfolioID: m.PortfolioID,
 		Subject: name, DeliveryDay: &day, Data: raw}))
 }
@@ -669,6 +695,9 @@ func (s *daySeeder) inboxFiles(midnight time.Time) {
 			s.fail(fmt.Errorf("claim %s: %v %w", key, ok, err))
 			return
 		}
+		// Each record closes with its event.
+		s.n.inboxFiles.Add(1)
+		s.n.events.Add(1)
 		done := at.Add(time.Duration(1+s.rng.IntN(20)) * time.Second)
 		switch k := s.rng.IntN(1000); {
 		case k < 3: // given up after its attempts
