@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -35,7 +36,15 @@ type fixture struct {
 	deps   api.Deps
 	keys   map[string]string // name -> secret
 	bucket *objstore.Local
+	inbox  *inbox.Processor
 	wakes  *wakeCounter
+}
+
+// inboxStore hands the store's bulk transaction to the inbox as its Stager.
+type inboxStore struct{ *sqldb.DB }
+
+func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
+	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
 }
 
 // wakeCounter counts inbox wake-ups.
@@ -83,8 +92,11 @@ func newFixture(t testing.TB, d sqldb.Dialect, cfg api.Config) *fixture {
 		t.Fatal(err)
 	}
 	f.bucket, f.wakes = bucket, &wakeCounter{}
+	if f.inbox, err = inbox.New(bucket, inboxStore{db}, inbox.Config{Owner: "test", Now: cfg.Now}); err != nil {
+		t.Fatal(err)
+	}
 	f.deps = api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
-		InboxFiles: db, InboxBucket: bucket, Waker: f.wakes, Events: db}
+		InboxFiles: db, Inbox: f.inbox, Waker: f.wakes, Events: db}
 	f.srv = api.New(cfg, f.deps)
 	return f
 }

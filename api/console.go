@@ -37,7 +37,7 @@ type RunLogs interface {
 // InboxDesk is the operators' side of the bulk inbox (inbox.Processor): what
 // waits unclaimed, and sending a failed or rejected file back in.
 type InboxDesk interface {
-	Pending(ctx context.Context, startAfter string, limit int) ([]pipeline.ObjectInfo, bool, error)
+	Pending(ctx context.Context, portfolio, startAfter string, limit int) ([]pipeline.ObjectInfo, bool, error)
 	PendingStats(ctx context.Context, limit int) (pipeline.PendingInbox, error)
 	Retry(ctx context.Context, id int64) (pipeline.InboxFile, error)
 }
@@ -406,7 +406,7 @@ func (s *Server) getConsoleInbox(c *gin.Context) {
 			s.fail(c, &ingest.SchemaError{Problems: problems})
 			return
 		}
-		objs, more, err := s.deps.Inbox.Pending(ctx, after, limit)
+		objs, more, err := s.deps.Inbox.Pending(ctx, c.Query("portfolio"), after, limit)
 		if err != nil {
 			s.fail(c, err)
 			return
@@ -456,16 +456,12 @@ func (s *Server) getConsoleInbox(c *gin.Context) {
 }
 
 // splitInboxKey names portfolio, kind and file of inbox/<portfolio>/<kind>/<name>;
-// a key outside that layout names what it can.
+// a key outside that layout (a TSO answer under inbox/tso/) names none.
 func splitInboxKey(key string) (portfolio, kind, name string) {
-	parts := strings.SplitN(strings.TrimPrefix(key, inboxPrefix), "/", 3)
-	switch len(parts) {
-	case 3:
+	if parts := strings.Split(strings.TrimPrefix(key, inboxPrefix), "/"); len(parts) == 3 {
 		return parts[0], parts[1], parts[2]
-	case 2:
-		return parts[0], "", parts[1]
 	}
-	return "", "", parts[0]
+	return "", "", ""
 }
 
 // postConsoleInboxRetry sends one failed or rejected file back into the

@@ -16,7 +16,6 @@ import (
 
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/clocktest"
-	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/lake"
@@ -571,25 +570,11 @@ func TestConsoleEventStream(t *testing.T) {
 	})
 }
 
-// inboxStore hands the store's bulk transaction to the inbox as its Stager.
-type inboxStore struct{ *sqldb.DB }
-
-func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
-	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
-}
-
 // TestConsoleInboxPages: pending files page by key and rejected ones by
 // record, newest first, each with next_cursor and Link until the last page.
 func TestConsoleInboxPages(t *testing.T) {
 	eachConsole(t, func(t *testing.T, f *consoleFixture) {
 		ctx := context.Background()
-		proc, err := inbox.New(f.bucket, inboxStore{f.db}, inbox.Config{Owner: "test", Now: f.clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		deps := f.deps
-		deps.Inbox, deps.Recorded, deps.Results = proc, f.db, f.db
-		f.srv = api.New(api.Config{Now: f.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, deps)
 		put := func(key string) {
 			body := "malo;day;unit;v1\n"
 			if err := f.bucket.Put(ctx, key, strings.NewReader(body), int64(len(body))); err != nil {
@@ -599,7 +584,7 @@ func TestConsoleInboxPages(t *testing.T) {
 		for i := range 3 {
 			put(fmt.Sprintf("inbox/p9/metered-data/%d.csv", i)) // p9 does not exist: rejected
 		}
-		if _, err := proc.Scan(ctx); err != nil {
+		if _, err := f.inbox.Scan(ctx); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 {

@@ -21,11 +21,6 @@ type InboxFiles interface {
 	InboxFiles(ctx context.Context, q pipeline.InboxQuery) ([]pipeline.InboxFile, error)
 }
 
-// InboxBucket lists what waits in the inbox.
-type InboxBucket interface {
-	List(ctx context.Context, prefix, startAfter string, limit int) ([]pipeline.ObjectInfo, error)
-}
-
 // Waker starts an inbox scan early.
 type Waker interface{ Wake() }
 
@@ -131,52 +126,23 @@ func (s *Server) getInbox(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	busy := map[string]bool{}
 	for _, f := range open {
-		busy[f.Key] = true
 		if len(rep.Processing) < limit {
 			rep.Processing = append(rep.Processing, inboxRow(f))
 		}
 	}
-	// A failed file stays in the inbox, skipped until an operator retries
-	// it (GET /v1/console/inbox?state=failed); it is not pending.
-	failed, err := s.deps.InboxFiles.InboxFiles(ctx, pipeline.InboxQuery{Portfolio: portfolio, Limit: 10000,
-		States: []pipeline.InboxState{pipeline.InboxFailed}, NotRetried: true})
+	// The inbox desk leaves out what is claimed and what failed; a failed
+	// file waits for an operator (GET /v1/console/inbox?state=failed).
+	pending, more, err := s.deps.Inbox.Pending(ctx, portfolio, "", limit)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	for _, f := range failed {
-		busy[f.Key] = true
-	}
-	prefix := inboxPrefix
-	if portfolio != "" {
-		prefix += portfolio + "/"
-	}
-	after := ""
-	for len(rep.Pending) <= limit {
-		page, err := s.deps.InboxBucket.List(ctx, prefix, after, 1000)
-		if err != nil {
-			s.fail(c, err)
-			return
-		}
-		for _, o := range page {
-			if busy[o.Key] {
-				continue
-			}
-			pf := PendingFile{ObjectInfo: o}
-			if parts := strings.Split(strings.TrimPrefix(o.Key, inboxPrefix), "/"); len(parts) == 3 {
-				pf.Portfolio, pf.Kind, pf.Name = parts[0], parts[1], parts[2]
-			}
-			rep.Pending = append(rep.Pending, pf)
-		}
-		if len(page) < 1000 {
-			break
-		}
-		after = page[len(page)-1].Key
-	}
-	if len(rep.Pending) > limit {
-		rep.Pending, rep.PendingTruncated = rep.Pending[:limit], true
+	rep.PendingTruncated = more
+	for _, o := range pending {
+		pf := PendingFile{ObjectInfo: o}
+		pf.Portfolio, pf.Kind, pf.Name = splitInboxKey(o.Key)
+		rep.Pending = append(rep.Pending, pf)
 	}
 	for _, st := range []pipeline.InboxState{pipeline.InboxProcessed, pipeline.InboxRejected} {
 		done, err := s.deps.InboxFiles.InboxFiles(ctx, pipeline.InboxQuery{Portfolio: portfolio, Limit: limit,

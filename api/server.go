@@ -81,10 +81,9 @@ type Deps struct {
 	DB           Pinger
 	// The inbox report, the console feed and the bucket-event wake-up; nil
 	// fields leave their routes answering 503.
-	InboxFiles  InboxFiles
-	InboxBucket InboxBucket
-	Waker       Waker
-	Events      Events
+	InboxFiles InboxFiles
+	Waker      Waker
+	Events     Events
 	// The day-ahead pipeline: running stages and chains, the results they
 	// published, and the procured trades; nil fields leave their routes
 	// answering 503 as well.
@@ -256,7 +255,7 @@ func New(cfg Config, deps Deps) *Server {
 	// Operators' routes take process keys; they are not data requests, so
 	// they are not in the audit trail.
 	proc := e.Group("/v1", s.requireScope(pipeline.ScopeProcess), s.rateLimit)
-	proc.GET("/process/inbox", s.needs(deps.InboxFiles != nil && deps.InboxBucket != nil, "the inbox"), s.getInbox)
+	proc.GET("/process/inbox", s.needs(deps.InboxFiles != nil && deps.Inbox != nil, "the inbox"), s.getInbox)
 	e.POST("/v1/inbox/events", s.postBucketEvents)
 	s.pipelineRoutes(e)
 	s.consoleRoutes(e)

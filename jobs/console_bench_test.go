@@ -170,7 +170,7 @@ func seedConsole(b *testing.B, e *env, locations int) *consoleBench {
 	runner := e.runner(func(c *jobs.Config) { c.Logger = quiet })
 	db := e.db
 	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
-		InboxFiles: db, InboxBucket: e.bucket, Events: db, Runner: runner, Results: db, Trades: db,
+		InboxFiles: db, Events: db, Runner: runner, Results: db, Trades: db,
 		Starter: runner, RunLogs: db, Recorded: db, Waker: cs.proc, Inbox: cs.proc,
 		Mako: cs.mk, Marktdaten: cs.md, Calculator: runner}
 	cs.h = api.New(api.Config{Now: clk.Now, Logger: quiet}, deps).Handler()

@@ -428,7 +428,7 @@ func (a *app) serve(ctx context.Context) error {
 	}
 	defer tokens.Close()
 	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db, Tokens: tokens, TokenClients: db,
-		InboxFiles: db, InboxBucket: bucket, Events: db, Runner: runner, Results: db, Trades: db,
+		InboxFiles: db, Events: db, Runner: runner, Results: db, Trades: db,
 		Starter: runner, RunLogs: db, Recorded: db}
 	// The scheduler fires the stages on cron on the one process that holds
 	// the leader lock; it stops with the process.
@@ -455,24 +455,21 @@ func (a *app) serve(ctx context.Context) error {
 	} else {
 		close(schedDone)
 	}
-	// pendingInbox is the source of the pending-inbox metrics: the inbox
-	// processor, when this process runs one. Without it those metrics are
-	// not exported, since another replica's processor owns them.
-	var pendingInbox jobs.PendingCounter
-	// The inbox runs beside the API and stops with it; a file being staged
-	// when the process stops is rolled back and processed on the next start.
+	// Every replica has the inbox's processor: it serves the console's inbox
+	// desk and counts what waits for the metrics, whichever replica scans.
+	// Only with inbox.enabled does it scan, beside the API, stopping with
+	// it; a file being staged when the process stops is rolled back and
+	// processed on the next start.
+	proc, err := a.newProcessor(bucket, db, reg)
+	if err != nil {
+		return err
+	}
+	deps.Inbox = proc
 	inboxDone := make(chan struct{})
 	inboxCtx, stopInbox := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopInbox(); <-inboxDone }()
 	if a.cfg.Inbox.Enabled {
-		proc, err := a.newProcessor(bucket, db, reg)
-		if err != nil {
-			close(inboxDone)
-			return err
-		}
-		// The processor wakes on bucket events, counts what waits for the
-		// metrics and serves the console's inbox desk.
-		deps.Waker, deps.Inbox, pendingInbox = proc, proc, proc
+		deps.Waker = proc
 		go func() { defer close(inboxDone); _ = proc.Run(inboxCtx) }()
 		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
 	} else {
@@ -493,10 +490,10 @@ func (a *app) serve(ctx context.Context) error {
 		return err
 	}
 	// The metrics of the recorded state are read from the database and the
-	// market-partner overview (and the inbox, once pendingInbox is set) at
+	// market-partner overview and the inbox at
 	// scrape time, so that every replica shows the same, runs of
 	// `schedbridge run`, of other replicas and of before a restart included.
-	state := jobs.NewStateCollector(jobs.StateSources{Runs: db, Schedules: db, Inbox: pendingInbox, Partners: mk},
+	state := jobs.NewStateCollector(jobs.StateSources{Runs: db, Schedules: db, Inbox: proc, Partners: mk},
 		jobs.StateConfig{Now: a.now, Logger: a.log})
 	if err := state.Register(reg); err != nil {
 		close(makoDone)

@@ -202,18 +202,23 @@ func (p *Processor) resumeRetry(ctx context.Context, claim pipeline.InboxFile) {
 }
 
 // Pending lists the files waiting in the inbox for a scan, in key order
-// after startAfter: the folders that the scan steps over are left out, and
+// after startAfter, of one portfolio's folder or ("") of the whole inbox:
+// the folders that the scan steps over are left out, and
 // so are the files with an open record (being processed, or a retry moving
 // them back) and those whose version (key and etag) failed and is not
 // retried. At most limit files are returned; the bool says that more wait
 // after the last. Each listing page costs one database query.
-func (p *Processor) Pending(ctx context.Context, startAfter string, limit int) ([]pipeline.ObjectInfo, bool, error) {
+func (p *Processor) Pending(ctx context.Context, portfolio, startAfter string, limit int) ([]pipeline.ObjectInfo, bool, error) {
 	if limit <= 0 {
 		return nil, false, pipeline.Errorf(pipeline.Invalid, "pending inbox files: limit must be positive, got %d", limit)
 	}
 	out := make([]pipeline.ObjectInfo, 0, min(limit, p.cfg.PageSize))
 	more := false
-	err := p.eachPending(ctx, startAfter, func(o pipeline.ObjectInfo) bool {
+	prefix := InboxPrefix
+	if portfolio != "" {
+		prefix += portfolio + "/"
+	}
+	err := p.eachPending(ctx, prefix, startAfter, func(o pipeline.ObjectInfo) bool {
 		if len(out) == limit {
 			more = true
 			return false
@@ -234,7 +239,7 @@ func (p *Processor) PendingStats(ctx context.Context, upTo int) (pipeline.Pendin
 		return pipeline.PendingInbox{}, pipeline.Errorf(pipeline.Invalid, "pending inbox files: cap must be positive, got %d", upTo)
 	}
 	var st pipeline.PendingInbox
-	err := p.eachPending(ctx, "", func(o pipeline.ObjectInfo) bool {
+	err := p.eachPending(ctx, InboxPrefix, "", func(o pipeline.ObjectInfo) bool {
 		if st.Count == upTo {
 			st.Truncated = true
 			return false
@@ -252,13 +257,13 @@ func (p *Processor) PendingStats(ctx context.Context, upTo int) (pipeline.Pendin
 	return st, nil
 }
 
-// eachPending calls fn with each waiting file after startAfter until fn
-// returns false or the inbox ends, listing and looking up one page at a
+// eachPending calls fn with each waiting file under prefix after startAfter
+// until fn returns false or the listing ends, listing and looking up one page at a
 // time, as the scan does.
-func (p *Processor) eachPending(ctx context.Context, startAfter string, fn func(pipeline.ObjectInfo) bool) error {
+func (p *Processor) eachPending(ctx context.Context, prefix, startAfter string, fn func(pipeline.ObjectInfo) bool) error {
 	after := startAfter
 	for {
-		page, err := p.bucket.List(ctx, InboxPrefix, after, p.cfg.PageSize)
+		page, err := p.bucket.List(ctx, prefix, after, p.cfg.PageSize)
 		if err != nil {
 			return fmt.Errorf("pending inbox files: list: %w", err)
 		}

@@ -349,7 +349,7 @@ func TestFailedAfterMaxAttempts(t *testing.T) {
 				t.Fatalf("scan of the failed file = %+v", sum)
 			}
 		}
-		if pending, more, err := p.Pending(ctx, "", 10); err != nil || len(pending) != 0 || more {
+		if pending, more, err := p.Pending(ctx, "", "", 10); err != nil || len(pending) != 0 || more {
 			t.Errorf("pending = %+v, %v, %v", pending, more, err)
 		}
 		if !e.exists(t, key) || e.versions(t) != 0 {
@@ -360,7 +360,7 @@ func TestFailedAfterMaxAttempts(t *testing.T) {
 		if err != nil || got.ID != rec.ID || got.State != pipeline.InboxFailed || got.RetriedAt == nil {
 			t.Fatalf("retry = %+v, %v", got, err)
 		}
-		if pending, _, _ := p.Pending(ctx, "", 10); len(pending) != 1 || pending[0].Key != key {
+		if pending, _, _ := p.Pending(ctx, "", "", 10); len(pending) != 1 || pending[0].Key != key {
 			t.Errorf("pending after the retry = %+v", pending)
 		}
 		if sum := scan(t, p); sum.Processed != 1 {
@@ -594,7 +594,7 @@ func TestPending(t *testing.T) {
 		var got []string
 		after := ""
 		for range 10 {
-			page, more, err := p.Pending(ctx, after, 3)
+			page, more, err := p.Pending(ctx, "", after, 3)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -612,15 +612,20 @@ func TestPending(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("pending in pages of 3 = %v, want %v", got, want)
 		}
-		page, more, err := p.Pending(ctx, dir+"a.csv", 1)
+		page, more, err := p.Pending(ctx, "", dir+"a.csv", 1)
 		if err != nil || len(page) != 1 || page[0].Key != dir+"d.csv" || !more {
 			t.Errorf("pending after a.csv = %+v, %v, %v", page, more, err)
 		}
-		page, more, err = p.Pending(ctx, "", 4)
+		page, more, err = p.Pending(ctx, "", "", 4)
 		if err != nil || len(page) != 4 || more {
 			t.Errorf("pending of exactly all = %d, %v, %v", len(page), more, err)
 		}
-		if _, _, err := p.Pending(ctx, "", 0); pipeline.KindOf(err) != pipeline.Invalid {
+		// One portfolio's folder: the answer of the TSO folder is not p1's.
+		page, more, err = p.Pending(ctx, "p1", "", 10)
+		if err != nil || len(page) != 3 || more || page[0].Key != dir+"a.csv" || page[2].Key != dir+"e.csv" {
+			t.Errorf("pending of p1 = %+v, %v, %v", page, more, err)
+		}
+		if _, _, err := p.Pending(ctx, "", "", 0); pipeline.KindOf(err) != pipeline.Invalid {
 			t.Errorf("limit 0 = %v", err)
 		}
 
