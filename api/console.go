@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -187,9 +188,9 @@ func (s *Server) getConsoleRuns(c *gin.Context) {
 // log lines.
 type ConsoleRun struct {
 	pipeline.Run
-	Seconds *float64      `json:"seconds"`
-	Stages  []StageRuns   `json:"stages,omitempty"`
-	Log     []RunLogEntry `json:"log"`
+	Seconds *float64              `json:"seconds"`
+	Stages  []StageRuns           `json:"stages,omitempty"`
+	Log     []pipeline.RunLogLine `json:"log"`
 }
 
 // StageRuns are the attempts of one stage of a chain, oldest first.
@@ -198,9 +199,6 @@ type StageRuns struct {
 	Status   pipeline.RunStatus `json:"status"`
 	Attempts []pipeline.Run     `json:"attempts"`
 }
-
-// RunLogEntry is a log line as the console shows it.
-type RunLogEntry = pipeline.RunLogLine
 
 // maxRunLog caps the log lines shown with a run.
 const maxRunLog = 2000
@@ -238,7 +236,7 @@ func (s *Server) getConsoleRun(c *gin.Context) {
 		return
 	}
 	if d.Log == nil {
-		d.Log = []RunLogEntry{}
+		d.Log = []pipeline.RunLogLine{}
 	}
 	s.cachedJSON(c, http.StatusOK, d)
 }
@@ -365,22 +363,21 @@ var inboxStates = []string{"pending", "processing", "failed", "rejected"}
 // ConsoleInboxFile is a row of the console's inbox list. Pending files have
 // no record yet, so they have no id, attempts or reason.
 type ConsoleInboxFile struct {
-	ID        int64               `json:"id,omitempty"`
-	File      string              `json:"file"`
-	Portfolio string              `json:"portfolio,omitempty"`
-	Kind      string              `json:"kind,omitempty"`
-	Name      string              `json:"name,omitempty"`
-	Size      int64               `json:"size"`
-	State     string              `json:"state"`
-	Attempts  int                 `json:"attempts"`
-	Reason    string              `json:"reason,omitempty"`
-	Receipt   string              `json:"receipt,omitempty"` // key of the receipt or errors document
-	Errors    *int                `json:"error_count,omitempty"`
-	Modified  *time.Time          `json:"modified,omitempty"`
-	ClaimedAt *time.Time          `json:"claimed_at,omitempty"`
-	Finished  *time.Time          `json:"finished_at,omitempty"`
-	RetriedAt *time.Time          `json:"retried_at,omitempty"`
-	Record    *pipeline.InboxFile `json:"-"`
+	ID        int64      `json:"id,omitempty"`
+	File      string     `json:"file"`
+	Portfolio string     `json:"portfolio,omitempty"`
+	Kind      string     `json:"kind,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	Size      int64      `json:"size"`
+	State     string     `json:"state"`
+	Attempts  int        `json:"attempts"`
+	Reason    string     `json:"reason,omitempty"`
+	Receipt   string     `json:"receipt,omitempty"` // key of the receipt or errors document
+	Errors    *int       `json:"error_count,omitempty"`
+	Modified  *time.Time `json:"modified,omitempty"`
+	ClaimedAt *time.Time `json:"claimed_at,omitempty"`
+	Finished  *time.Time `json:"finished_at,omitempty"`
+	RetriedAt *time.Time `json:"retried_at,omitempty"`
 }
 
 func consoleInboxFile(f pipeline.InboxFile) ConsoleInboxFile {
@@ -498,15 +495,7 @@ type TSOAnswer struct {
 	Status   pipeline.ScheduleStatus `json:"status"`
 	Accepted bool                    `json:"accepted"`
 	File     string                  `json:"file"`
-	Reasons  []AnswerReason          `json:"reasons"`
-}
-
-// AnswerReason is a reason of an answer; series_id names the time series it
-// is about, empty for the whole message.
-type AnswerReason struct {
-	Code     string `json:"code"`
-	Text     string `json:"text,omitempty"`
-	SeriesID string `json:"series_id,omitempty"`
+	Reasons  []inbox.AnswerReason    `json:"reasons"`
 }
 
 // ScheduleVersion is one version of a schedule message with its answers.
@@ -603,14 +592,14 @@ func (s *Server) answersOf(ctx context.Context, portfolio string, day pipeline.D
 			Status     pipeline.ScheduleStatus `json:"status"`
 			Accepted   bool                    `json:"accepted"`
 			File       string                  `json:"file"`
-			Reasons    []AnswerReason          `json:"reasons"`
+			Reasons    []inbox.AnswerReason    `json:"reasons"`
 			ScheduleID int64                   `json:"schedule_id"`
 		}
 		if json.Unmarshal(ev.Data, &d) != nil || d.ScheduleID == 0 {
 			continue // an event of another shape is not an answer to show
 		}
 		if d.Reasons == nil {
-			d.Reasons = []AnswerReason{}
+			d.Reasons = []inbox.AnswerReason{}
 		}
 		out[d.ScheduleID] = append(out[d.ScheduleID], TSOAnswer{EventID: ev.ID, At: ev.At, Kind: d.Kind, Status: d.Status,
 			Accepted: d.Accepted, File: d.File, Reasons: d.Reasons})

@@ -18,6 +18,7 @@ import (
 	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/price"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
@@ -50,6 +51,7 @@ func newConsoleFixture(t *testing.T, d sqldb.Dialect) *consoleFixture {
 	})
 	deps := f.deps
 	deps.Results, deps.Runner, deps.Starter, deps.RunLogs, deps.Recorded = f.db, runner, runner, f.db, f.db
+	deps.Marktdaten = jobs.NewMarktdaten(f.db, jobs.MarktdatenConfig{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	f.srv = api.New(api.Config{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, deps)
 	return &consoleFixture{fixture: f, clock: clock, runner: runner}
 }
@@ -303,6 +305,15 @@ func TestConsoleSummaryAndSchedules(t *testing.T) {
 	eachConsole(t, func(t *testing.T, f *consoleFixture) {
 		tomorrow := pipeline.NewDay(2026, 11, 24)
 		f.seedSchedules(t, tomorrow)
+		// Hourly spot prices for the first half of tomorrow: 48 quarter-hours
+		// covered, 48 missing; no reBAP for the day the calculation works on.
+		var spot []price.Point
+		for h := range 12 {
+			spot = append(spot, price.Point{Start: tomorrow.Start().UTC().Add(time.Duration(h) * time.Hour), Minutes: 60, Price: 80, PriceLong: 80})
+		}
+		if _, err := f.db.PutPrices(context.Background(), price.Spot, spot, "test", consoleNow); err != nil {
+			t.Fatal(err)
+		}
 		r := f.as("process", "GET", "/v1/console/summary", nil) // default: tomorrow
 		var sum api.ConsoleSummary
 		if err := json.Unmarshal(r.body, &sum); err != nil || r.code != 200 {
@@ -327,6 +338,13 @@ func TestConsoleSummaryAndSchedules(t *testing.T) {
 		}
 		if ls := sum.LastSuccess[pipeline.StageSchedules]; ls == nil || ls.Day != tomorrow {
 			t.Errorf("last success of schedules: %+v", sum.LastSuccess)
+		}
+		wantPrices := []api.MissingPrices{
+			{Kind: price.Spot, Day: tomorrow, QuarterHours: 96, Missing: 48},
+			{Kind: price.ReBAP, Day: pipeline.NewDay(2026, 11, 22), QuarterHours: 96, Missing: 96},
+		}
+		if fmt.Sprint(sum.Prices) != fmt.Sprint(wantPrices) {
+			t.Errorf("missing prices %+v, want %+v", sum.Prices, wantPrices)
 		}
 		if ls, ok := sum.LastSuccess[pipeline.StageForecast]; !ok || ls != nil {
 			t.Errorf("a stage that never succeeded: %+v, %v", ls, ok)

@@ -263,7 +263,6 @@ func alertOf(ev pipeline.Event) (Alert, bool) {
 		Error  string `json:"error"`
 		Status string `json:"status"`
 		Kind   string `json:"kind"`
-		Reason string `json:"reason"`
 		Area   string `json:"control_area"`
 	}
 	_ = json.Unmarshal(ev.Data, &d)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
 	"github.com/schedbridge/schedbridge/pipeline/price"
@@ -51,7 +52,7 @@ type TSOState struct {
 	State       pipeline.ScheduleStatus `json:"state"`
 	AnswerKind  string                  `json:"answer_kind,omitempty"`
 	AnswerAt    *time.Time              `json:"answer_at,omitempty"`
-	Reasons     []AnswerReason          `json:"reasons"`
+	Reasons     []inbox.AnswerReason    `json:"reasons"`
 }
 
 // PortfolioState is one portfolio in the summary: the chain's stages (a run
@@ -227,17 +228,14 @@ func (s *Server) missingPrices(ctx context.Context, day, calcDay pipeline.Day) (
 	return out, nil
 }
 
-// coveredQuarterHours counts the quarter-hours of the day that a price
-// point covers; an hourly price covers four.
+// coveredQuarterHours counts the quarter-hours of the day that have a
+// price; an hourly price covers four.
 func coveredQuarterHours(pts []price.Point, day pipeline.Day) int {
 	start, end := day.Start(), day.End()
 	seen := map[int64]bool{}
-	for _, p := range pts {
-		mins := max(p.Minutes, 15)
-		for t := p.Start; t.Before(p.Start.Add(time.Duration(mins) * time.Minute)); t = t.Add(15 * time.Minute) {
-			if !t.Before(start) && t.Before(end) {
-				seen[t.Unix()] = true
-			}
+	for _, q := range price.QuarterHours(pts) {
+		if !q.Start.Before(start) && q.Start.Before(end) {
+			seen[q.Start.Unix()] = true
 		}
 	}
 	return len(seen)
@@ -289,7 +287,7 @@ func tsoStates(msgs []pipeline.ScheduleMessage, answers map[int64][]TSOAnswer, p
 			continue
 		}
 		st := TSOState{ControlArea: m.ControlArea, TSO: m.Receiver, Version: m.Version, MessageID: m.MessageID, SentAt: m.SentAt,
-			State: m.Status, AnswerKind: m.AnswerKind, AnswerAt: m.AnswerAt, Reasons: []AnswerReason{}}
+			State: m.Status, AnswerKind: m.AnswerKind, AnswerAt: m.AnswerAt, Reasons: []inbox.AnswerReason{}}
 		if as := answers[m.ID]; len(as) > 0 {
 			st.Reasons = latestAnswer(as, m).Reasons
 		}
