@@ -19,15 +19,8 @@ import (
 
 // InboxFile returns the record with the id, or a NotFound error.
 func (db *DB) InboxFile(ctx context.Context, id int64) (pipeline.InboxFile, error) {
-	var row inboxRow
-	err := db.bun.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.InboxFile{}, pipeline.Errorf(pipeline.NotFound, "inbox file %d not found", id)
-	}
-	if err != nil {
-		return pipeline.InboxFile{}, fmt.Errorf("inbox file %d: %w", id, err)
-	}
-	return row.domain(), nil
+	what := fmt.Sprintf("inbox file %d", id)
+	return getOne[inboxRow](ctx, db, what, "id", id, what+" not found")
 }
 
 // RecordInboxError records the error of an attempt on an open file that

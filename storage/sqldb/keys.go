@@ -2,8 +2,6 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -64,15 +62,8 @@ func (db *DB) CreateKey(ctx context.Context, k pipeline.APIKey, secretHash strin
 
 // KeyByHash finds a key, revoked or not, by the hash of its secret.
 func (db *DB) KeyByHash(ctx context.Context, hash string) (pipeline.APIKey, error) {
-	var row apiKeyRow
-	err := db.bun.NewSelect().Model(&row).Where("hash = ?", hash).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.APIKey{}, pipeline.Errorf(pipeline.NotFound, "key not found")
-	}
-	if err != nil {
-		return pipeline.APIKey{}, fmt.Errorf("look up key: %w", err)
-	}
-	return row.domain(), nil
+	// The hash is a credential's: neither message names it.
+	return getOne[apiKeyRow](ctx, db, "key", "hash", hash, "key not found")
 }
 
 // Keys lists all keys, oldest first.
@@ -112,13 +103,5 @@ func (db *DB) RevokeKey(ctx context.Context, id string, now time.Time) error {
 }
 
 func (db *DB) keyByID(ctx context.Context, id string) (pipeline.APIKey, error) {
-	var row apiKeyRow
-	err := db.bun.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.APIKey{}, pipeline.Errorf(pipeline.NotFound, "key %s not found", id)
-	}
-	if err != nil {
-		return pipeline.APIKey{}, fmt.Errorf("get key %s: %w", id, err)
-	}
-	return row.domain(), nil
+	return getOne[apiKeyRow](ctx, db, "key "+id, "id", id, "key "+id+" not found")
 }

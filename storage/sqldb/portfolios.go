@@ -2,8 +2,6 @@ package sqldb
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -82,15 +80,7 @@ func (db *DB) PutPortfolio(ctx context.Context, p pipeline.Portfolio, now time.T
 
 // Portfolio returns one portfolio.
 func (db *DB) Portfolio(ctx context.Context, id string) (pipeline.Portfolio, error) {
-	var row portfolioRow
-	err := db.bun.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.Portfolio{}, pipeline.Errorf(pipeline.NotFound, "portfolio %s not found", id)
-	}
-	if err != nil {
-		return pipeline.Portfolio{}, fmt.Errorf("get portfolio %s: %w", id, err)
-	}
-	return row.domain(), nil
+	return getOne[portfolioRow](ctx, db, "portfolio "+id, "id", id, "portfolio "+id+" not found")
 }
 
 // Portfolios lists all portfolios by id.

@@ -78,15 +78,7 @@ func (db *DB) PutTokenIssuer(ctx context.Context, iss pipeline.TokenIssuer, now 
 
 // TokenIssuer finds an issuer, removed or not, by its exact URL.
 func (db *DB) TokenIssuer(ctx context.Context, url string) (pipeline.TokenIssuer, error) {
-	var row tokenIssuerRow
-	err := db.bun.NewSelect().Model(&row).Where("url = ?", url).Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
-		return pipeline.TokenIssuer{}, pipeline.Errorf(pipeline.NotFound, "issuer %s is not registered", url)
-	}
-	if err != nil {
-		return pipeline.TokenIssuer{}, fmt.Errorf("get issuer %s: %w", url, err)
-	}
-	return row.domain(), nil
+	return getOne[tokenIssuerRow](ctx, db, "issuer "+url, "url", url, "issuer "+url+" is not registered")
 }
 
 // TokenIssuers lists every issuer, removed ones included, oldest first.
@@ -106,6 +98,23 @@ func listAll[R interface{ domain() T }, T any](ctx context.Context, db *DB, what
 		out[i] = r.domain()
 	}
 	return out, nil
+}
+
+// getOne reads the one row whose column equals value and turns it into its
+// domain value. No row is a NotFound error that says notFound; what names
+// the row in any other error.
+func getOne[R interface{ domain() T }, T any](ctx context.Context, db *DB, what, column string, value any, notFound string) (T, error) {
+	var row R
+	err := db.bun.NewSelect().Model(&row).Where("? = ?", bun.Ident(column), value).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		var zero T
+		return zero, pipeline.Errorf(pipeline.NotFound, "%s", notFound)
+	}
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("get %s: %w", what, err)
+	}
+	return row.domain(), nil
 }
 
 // RemoveTokenIssuer stops trusting an issuer and revokes its clients in one
