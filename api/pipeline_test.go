@@ -598,8 +598,20 @@ func TestPipelineNotFoundAndUnavailable(t *testing.T) {
 		{"PUT", "/v1/process/trades?day=2026-11-24&portfolio=p1", "this server runs without the trade store"},
 		{"GET", "/v1/console/events", "this server runs without the console feed"},
 		{"GET", "/v1/process/inbox", "this server runs without the inbox"},
+		{"GET", "/v1/console/summary", "this server runs without the pipeline results"},
+		{"GET", "/v1/console/runs", "this server runs without the pipeline results"},
+		{"POST", "/v1/console/runs", "this server runs without the pipeline runner"},
+		{"POST", "/v1/console/runs/1/retry", "this server runs without the pipeline runner"},
+		{"GET", "/v1/console/inbox", "this server runs without the inbox"},
+		{"POST", "/v1/console/inbox/retry", "this server runs without the inbox"},
+		{"GET", "/v1/console/events/stream", "this server runs without the console feed"},
+		{"mobile GET", "/v1/mobile/summary", "this server runs without the pipeline results"},
 	} {
-		r := bare.as("process", tt.method, tt.path, nil)
+		key := "process"
+		if m, ok := strings.CutPrefix(tt.method, "mobile "); ok {
+			key, tt.method = "mobile", m
+		}
+		r := bare.as(key, tt.method, tt.path, nil)
 		if r.code != 503 || r.json(t)["detail"] != tt.detail || r.header.Get("Retry-After") == "" {
 			t.Errorf("unwired %s %s: %d %s", tt.method, tt.path, r.code, r.body)
 		}
