@@ -1040,8 +1040,10 @@ func (db *DB) latestMessages(ctx context.Context, conn bun.IDB) ([]storedMessage
 		return nil, err
 	}
 	defer rows.Close()
-	// Five entries per partner at most: the streams and the newest of any.
-	out := make([]storedMessageRow, 0, 5*1024)
+	// Room for five entries (the four streams and the newest of any) of
+	// each of about 1,000 DSOs, the German market, so that the slice of
+	// large rows is not copied as it grows.
+	out := make([]storedMessageRow, 0, 5*1000)
 	for rows.Next() {
 		var r storedMessageRow
 		var at, answered scanTime
