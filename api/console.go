@@ -124,6 +124,17 @@ func queryIDCursor(c *gin.Context, problems *[]ingest.Problem) int64 {
 	return id
 }
 
+// trimPage cuts the one item more than limit that a list read to learn
+// whether a next page exists, and returns the cursor of that page: the id
+// of the last item kept, or "" on the last page.
+func trimPage[T any](items []T, limit int, id func(T) int64) ([]T, string) {
+	if len(items) <= limit {
+		return items, ""
+	}
+	items = items[:limit]
+	return items, encodeCursor(strconv.FormatInt(id(items[limit-1]), 10))
+}
+
 func cursorProblem(raw string) ingest.Problem {
 	return ingest.Problem{Type: "value_error", Loc: []string{"query", "cursor"}, Input: raw,
 		Msg: "Value error, not a cursor of this list: pass next_cursor of the previous page unchanged",
@@ -172,11 +183,7 @@ func (s *Server) getConsoleRuns(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	next := ""
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = encodeCursor(strconv.FormatInt(runs[limit-1].ID, 10))
-	}
+	runs, next := trimPage(runs, limit, func(r pipeline.Run) int64 { return r.ID })
 	if runs == nil {
 		runs = []pipeline.Run{}
 	}
@@ -440,11 +447,7 @@ func (s *Server) getConsoleInbox(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	next := ""
-	if len(files) > limit {
-		files = files[:limit]
-		next = encodeCursor(strconv.FormatInt(files[limit-1].ID, 10))
-	}
+	files, next := trimPage(files, limit, func(f pipeline.InboxFile) int64 { return f.ID })
 	items := make([]ConsoleInboxFile, len(files))
 	for i, f := range files {
 		items[i] = consoleInboxFile(f)

@@ -179,7 +179,7 @@ func TestConsoleRuns(t *testing.T) {
 			}
 			next = ""
 			if link := r.header.Get("Link"); link != "" {
-				next = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+				next = nextLink(r)
 				if p.NextCursor == nil || !strings.Contains(next, "cursor="+url.QueryEscape(*p.NextCursor)) || !strings.Contains(next, "day=2026-11-24") {
 					t.Errorf("Link %q does not carry the cursor %v and the filters", link, p.NextCursor)
 				}
@@ -628,10 +628,7 @@ func TestConsoleInboxPages(t *testing.T) {
 					files = append(files, strings.TrimPrefix(it.File, "inbox/"))
 				}
 				out = append(out, files)
-				path = ""
-				if link := r.header.Get("Link"); link != "" {
-					path = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
-				}
+				path = nextLink(r)
 				if (p.NextCursor == nil) != (path == "") {
 					t.Errorf("next_cursor %v and Link %q disagree", p.NextCursor, link(r))
 				}
@@ -658,3 +655,8 @@ func TestConsoleInboxPages(t *testing.T) {
 }
 
 func link(r response) string { return r.header.Get("Link") }
+
+// nextLink is the target of the answer's Link header with rel="next", or "".
+func nextLink(r response) string {
+	return strings.TrimSuffix(strings.TrimPrefix(link(r), "<"), `>; rel="next"`)
+}
