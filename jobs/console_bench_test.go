@@ -622,12 +622,12 @@ func (s *daySeeder) schedules(runID int64, at time.Time) time.Time {
 				k := s.rng.IntN(100)
 				switch {
 				case v < 3 && k < 6:
-					s.answer(m, "ANO", pipeline.ScheduleAnomaly, later, []api.AnswerReason{
+					s.answer(m, "ANO", pipeline.ScheduleAnomaly, later, []inbox.AnswerReason{
 						{Code: "A63", Text: "Time series not matching with counterparty", SeriesID: "TS0001"},
 						{Code: "A28", Text: "Counterpart time series quantity differences", SeriesID: "TS0002"}})
 				case v < 3 && k < 8:
 					later = sent.Add(30 * time.Minute)
-					s.answer(m, "ACK", pipeline.ScheduleRejected, later, []api.AnswerReason{{Code: "A59", Text: "Not compliant to local market rules"}})
+					s.answer(m, "ACK", pipeline.ScheduleRejected, later, []inbox.AnswerReason{{Code: "A59", Text: "Not compliant to local market rules"}})
 				default:
 					s.answer(m, "CNF", pipeline.ScheduleConfirmed, later, nil)
 				}
@@ -644,12 +644,12 @@ func (s *daySeeder) schedules(runID int64, at time.Time) time.Time {
 // answer takes a TSO answer in as the inbox does: a claimed record of the
 // answer file, the schedule's state, and the closed record with its
 // tso.answer event.
-func (s *daySeeder) answer(m pipeline.ScheduleMessage, kind string, status pipeline.ScheduleStatus, at time.Time, reasons []api.AnswerReason) {
+func (s *daySeeder) answer(m pipeline.ScheduleMessage, kind string, status pipeline.ScheduleStatus, at time.Time, reasons []inbox.AnswerReason) {
 	if !at.Before(s.now) || s.err != nil {
 		return
 	}
 	if reasons == nil {
-		reasons = []api.AnswerReason{}
+		reasons = []inbox.AnswerReason{}
 	}
 	name := fmt.Sprintf("%s_%s_%s.XML", m.FileName[:len(m.FileName)-4], kind, at.Format("20060102T150405"))
 	key := "inbox/tso/" + name
