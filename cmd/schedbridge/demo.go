@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -23,14 +24,22 @@ const (
 // demo creates a demo portfolio on the configured store (by default the
 // embedded SQLite file and ./var/bucket), runs the chain for tomorrow and
 // prints where everything is.
-func (a *app) demo(ctx context.Context, args []string) error {
-	fs := newFlagSet("demo", a.stderr)
+func cmdDemo(a *app, fs *flag.FlagSet) action {
 	n := fs.Int("locations", 1000, "market locations in the demo portfolio")
 	dayFlag := fs.String("day", "", "delivery day (default: tomorrow in Europe/Berlin)")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 0 {
+			return usagef("unexpected argument %q", pos[0])
+		}
+		if *n < 1 {
+			return usagef("--locations must be at least 1")
+		}
+		return a.demo(ctx, *n, *dayFlag)
 	}
-	day, err := a.deliveryDay(*dayFlag)
+}
+
+func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
+	day, err := a.deliveryDay(dayFlag)
 	if err != nil {
 		return err
 	}
@@ -45,13 +54,13 @@ func (a *app) demo(ctx context.Context, args []string) error {
 	if _, err := db.PutPortfolio(ctx, p, now); err != nil {
 		return err
 	}
-	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: *n, RLMShare: 0.1, Areas: p.ControlAreas, MGAs: 8,
+	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: n, RLMShare: 0.1, Areas: p.ControlAreas, MGAs: 8,
 		HistoryWeeks: 8, Day: day, Seed: 2026}
 	locs := jobs.SynthLocations(sc)
 	audit := func(endpoint string) *pipeline.AuditEntry {
 		return &pipeline.AuditEntry{ReceivedAt: now, PortfolioID: p.ID, Endpoint: "demo " + endpoint, InputHash: "demo", StatusCode: 200}
 	}
-	fmt.Fprintf(a.stderr, "demo: staging %d market locations (%d%% rlm) in %s ...\n", len(locs), 10, p.ControlAreas)
+	a.note(fmt.Sprintf("demo: staging %d market locations (%d%% rlm) in %s ...", len(locs), 10, p.ControlAreas), "locations", len(locs))
 	if _, err := db.StageLocations(ctx, audit("master-data"), locs); err != nil {
 		return err
 	}
@@ -82,11 +91,11 @@ func (a *app) demo(ctx context.Context, args []string) error {
 	if _, err := db.StageProfiles(ctx, audit("profiles"), profiles); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "demo: staged %d metered days of rlm history and %d DSO profiles (MGAs %s..%s)\n",
-		entries, len(profiles), jobs.SynthMGA(0), jobs.SynthMGA(2))
+	a.note(fmt.Sprintf("demo: staged %d metered days of rlm history and %d DSO profiles (MGAs %s..%s)",
+		entries, len(profiles), jobs.SynthMGA(0), jobs.SynthMGA(2)), "metered_days", entries, "profiles", len(profiles))
 
-	bar := newStageProgress(a.stderr)
-	r, _, err := a.newRunner(db, bucket, nil, bar.update)
+	bar := a.newProgress("stage", false)
+	r, _, err := a.newRunner(db, bucket, nil, stageProgress(bar))
 	if err != nil {
 		return err
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,150 +62,79 @@ func (a *app) newProcessor(bucket objstore.Bucket, db *sqldb.DB, reg prometheus.
 	})
 }
 
-func (a *app) inbox(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("inbox: want put or scan")
-	}
-	switch args[0] {
-	case "put":
-		return a.inboxPut(ctx, args[1:])
-	case "scan":
-		return a.inboxScan(ctx, args[1:])
-	}
-	return usagef("inbox: unknown command %q (want put or scan)", args[0])
+// cmdInboxScan processes what waits in the inbox once and exits, for
+// operators who drive the inbox from cron instead of serve.
+func cmdInboxScan(a *app, fs *flag.FlagSet) action {
+	return noArgs(func(ctx context.Context) error {
+		db, err := a.openDB(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		bucket, err := a.openBucket(ctx)
+		if err != nil {
+			return err
+		}
+		p, err := a.newProcessor(bucket, db, nil)
+		if err != nil {
+			return err
+		}
+		sum, err := p.Scan(ctx)
+		fmt.Fprintf(a.stdout, "seen %d, processed %d, rejected %d, busy %d, failed %d\n",
+			sum.Seen, sum.Processed, sum.Rejected, sum.Busy, sum.Failed)
+		if err == nil && sum.Failed > 0 {
+			err = fmt.Errorf("%d file(s) failed and stay in the inbox; see the log", sum.Failed)
+		}
+		return err
+	})
 }
 
-// inboxScan processes what waits in the inbox once and exits, for operators
-// who drive the inbox from cron instead of serve.
-func (a *app) inboxScan(ctx context.Context, args []string) error {
-	fs := newFlagSet("inbox scan", a.stderr)
-	if rest, err := parseInterspersed(fs, args); err != nil {
-		return err
-	} else if len(rest) > 0 {
-		return usagef("inbox scan takes no arguments")
-	}
-	db, err := a.openDB(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	bucket, err := a.openBucket(ctx)
-	if err != nil {
-		return err
-	}
-	p, err := a.newProcessor(bucket, db, nil)
-	if err != nil {
-		return err
-	}
-	sum, err := p.Scan(ctx)
-	fmt.Fprintf(a.stdout, "seen %d, processed %d, rejected %d, busy %d, failed %d\n",
-		sum.Seen, sum.Processed, sum.Rejected, sum.Busy, sum.Failed)
-	if err == nil && sum.Failed > 0 {
-		err = fmt.Errorf("%d file(s) failed and stay in the inbox; see the log", sum.Failed)
-	}
-	return err
-}
-
-// inboxPut uploads a file to inbox/<portfolio>/<kind>/<name>, showing its
+// cmdInboxPut uploads a file to inbox/<portfolio>/<kind>/<name>, showing its
 // progress. It checks the names the inbox would reject before sending a byte.
-func (a *app) inboxPut(ctx context.Context, args []string) error {
-	fs := newFlagSet("inbox put", a.stderr)
+func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 	portfolio := fs.String("portfolio", "", "portfolio id (required)")
 	kind := fs.String("kind", "", "metered-data, profiles, master-data or forecasts (required)")
 	name := fs.String("name", "", "object name in the inbox (default: the file's base name)")
-	rest, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(rest) != 1 || *portfolio == "" || *kind == "" {
-		return usagef("usage: schedbridge inbox put FILE --portfolio ID --kind KIND [--name NAME]")
-	}
-	k, err := ingest.ParseBulkKind(*kind)
-	if err != nil {
-		return err
-	}
-	objName := *name
-	if objName == "" {
-		objName = filepath.Base(rest[0])
-	}
-	if strings.Contains(objName, "/") {
-		return usagef("--name must not contain '/'")
-	}
-	if _, _, err := ingest.DetectFormat(k, objName); err != nil {
-		return err
-	}
-	f, err := os.Open(rest[0])
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	bucket, err := a.openBucket(ctx)
-	if err != nil {
-		return err
-	}
-	key := fmt.Sprintf("%s%s/%s/%s", inbox.InboxPrefix, *portfolio, k, objName)
-	pr := newProgress(a.stderr, "upload "+objName, st.Size())
-	err = bucket.Put(ctx, key, io.TeeReader(f, pr), st.Size())
-	pr.done(err == nil)
-	if err != nil {
-		return fmt.Errorf("upload %s: %w", key, err)
-	}
-	fmt.Fprintln(a.stdout, key)
-	return nil
-}
-
-// progress prints a one-line progress bar to w at most four times a second.
-type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	label string
-	total int64
-	n     int64
-	start time.Time
-	last  time.Time
-}
-
-func newProgress(w io.Writer, label string, total int64) *progress {
-	now := time.Now()
-	return &progress{w: w, label: label, total: total, start: now, last: now}
-}
-
-func (p *progress) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.n += int64(len(b))
-	if now := time.Now(); now.Sub(p.last) >= 250*time.Millisecond {
-		p.last = now
-		p.print()
-	}
-	return len(b), nil
-}
-
-func (p *progress) print() {
-	const width = 30
-	frac := 1.0
-	if p.total > 0 {
-		frac = float64(p.n) / float64(p.total)
-	}
-	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
-	secs := max(time.Since(p.start).Seconds(), 1e-3)
-	fmt.Fprintf(p.w, "\r%s [%s] %5.1f%% %s/%s %s/s", p.label, bar, 100*frac,
-		mib(p.n), mib(p.total), mib(int64(float64(p.n)/secs)))
-}
-
-func (p *progress) done(ok bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.print()
-	if ok {
-		fmt.Fprintln(p.w, " done")
-	} else {
-		fmt.Fprintln(p.w, " failed")
+	return func(ctx context.Context, rest []string) error {
+		if len(rest) != 1 || *portfolio == "" || *kind == "" {
+			return usagef("want FILE --portfolio ID --kind KIND [--name NAME]")
+		}
+		k, err := ingest.ParseBulkKind(*kind)
+		if err != nil {
+			return err
+		}
+		objName := *name
+		if objName == "" {
+			objName = filepath.Base(rest[0])
+		}
+		if strings.Contains(objName, "/") {
+			return usagef("--name must not contain '/'")
+		}
+		if _, _, err := ingest.DetectFormat(k, objName); err != nil {
+			return err
+		}
+		f, err := os.Open(rest[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		bucket, err := a.openBucket(ctx)
+		if err != nil {
+			return err
+		}
+		key := fmt.Sprintf("%s%s/%s/%s", inbox.InboxPrefix, *portfolio, k, objName)
+		pr := a.newProgress("task", true)
+		err = bucket.Put(ctx, key, io.TeeReader(f, &byteProgress{p: pr, task: "upload " + objName, size: st.Size()}), st.Size())
+		pr.finish()
+		if err != nil {
+			return fmt.Errorf("upload %s: %w", key, err)
+		}
+		a.note(fmt.Sprintf("uploaded %s (%s)", key, mib(st.Size())), "key", key, "bytes", st.Size())
+		fmt.Fprintln(a.stdout, key)
+		return nil
 	}
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -31,51 +30,6 @@ import (
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
-const usage = `schedbridge: the scheduling bridge of a German balancing group.
-
-Usage:
-  schedbridge [--config FILE] COMMAND [ARGS]
-
-Commands:
-  serve                                  run the HTTP API and the bulk inbox (applies pending migrations first)
-  migrate                                apply pending migrations and exit
-  portfolio put ID --name NAME --control-areas 50Hertz,TenneT [--balancing-group EIC] [--exchange-balancing-group EIC]
-  portfolio list [--json]
-  key create --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
-  key list [--json]
-  key revoke ID
-  issuer add URL --audience AUD          trust the access tokens of an OAuth 2.0 issuer (discovery via
-                                         URL/.well-known/openid-configuration; https, or http on loopback)
-  issuer list [--json] | issuer remove URL
-  client add --issuer URL --client-id ID --scope data|process|report|mobile [--portfolio ID] [--label TEXT]
-                                         register a machine client; its tokens need schedbridge:<scope>
-  client list [--json] | client revoke --issuer URL --client-id ID
-  inbox put FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]
-  inbox scan                             process the files waiting in the inbox once, then exit
-  run forecast|aggregate|open-position|schedules|kalkulation|chain [--day YYYY-MM-DD]
-                                         run one stage (or the whole chain) now, with progress
-                                         (default day: tomorrow; for kalkulation yesterday)
-  prices import spot|rebap FILE          import SMARD JSON spot prices or a netztransparenz reBAP CSV
-  zeitreihen aktivierungen FILE          replace the imported series activations (JSON or .csv)
-  zeitreihen sync                        import the files dropped under inbox/prices/ and inbox/zeitreihen/ once
-  kalkulation [--von D] [--bis D] [--portfolio ID]
-                                         the period calculation as JSON (default: this month up to yesterday)
-  demo [--locations N] [--day YYYY-MM-DD] create a demo portfolio, run the chain for tomorrow, print where to look
-  mako sync|registry FILE|send MP_ID STREAM|nachversand [--list]|overview|antworten
-                                         the market communication with the DSOs (see docs/mako.md)
-  portal employee put ID --name N --email E [--department D] [--position P] [--entry-date D] [--state BE]
-        [--weekly-hours H] [--leave-days N] [--sso-subject S] [--magic-link] [--roles R,...]
-        [--component NAME=EUR:INTERVAL[:VISIBILITY] ...]
-  portal employee import FILE.csv | portal compensation import FILE.csv | portal employee list [--json]
-  portal user put --email E --name N [--roles R,...] [--magic-link=false]
-  portal certificate status ID beantragt|in_bearbeitung|ausgestellt|abgelehnt
-                                         HR loads the employees' portal (see docs/portal-hr.md)
-
-Configuration comes from the environment (SCHEDBRIDGE_ADDR, SCHEDBRIDGE_DATA_DIR,
-SCHEDBRIDGE_DATABASE_URL, SCHEDBRIDGE_MAX_BODY_BYTES, ...; see README) and an
-optional YAML file given with --config.
-`
-
 func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
 }
@@ -87,71 +41,12 @@ type app struct {
 	stderr io.Writer
 	log    *slog.Logger
 	now    func() time.Time
+	// terminal says whether stderr is a terminal: progress bars and plain
+	// sentences there, log records otherwise.
+	terminal bool
+	// command is the path of the running command, "portfolio put".
+	command string
 }
-
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	configPath, args := extractConfigFlag(args)
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, usage)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
-	}
-	cfg, err := loadConfig(configPath, getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, "schedbridge:", err)
-		return 2
-	}
-	a := &app{cfg: cfg, stdout: stdout, stderr: stderr, log: newLogger(cfg, stderr), now: time.Now}
-	cmd, rest := args[0], args[1:]
-	switch cmd {
-	case "serve":
-		err = a.serve(ctx)
-	case "migrate":
-		err = a.migrate(ctx)
-	case "portfolio":
-		err = a.portfolio(ctx, rest)
-	case "key":
-		err = a.key(ctx, rest)
-	case "issuer":
-		err = a.issuer(ctx, rest)
-	case "client":
-		err = a.client(ctx, rest)
-	case "inbox":
-		err = a.inbox(ctx, rest)
-	case "run":
-		err = a.runCmd(ctx, rest)
-	case "demo":
-		err = a.demo(ctx, rest)
-	case "mako":
-		err = a.makoCmd(ctx, rest)
-	case "prices", "zeitreihen", "kalkulation":
-		err = a.marktdatenCmd(ctx, cmd, rest)
-	case "portal":
-		err = a.portalCmd(ctx, rest)
-	default:
-		fmt.Fprintf(stderr, "schedbridge: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "schedbridge:", err)
-		// Bad arguments, whether the command line caught them or the domain
-		// did, exit 2; failures of the work itself exit 1.
-		var ue usageError
-		if errors.As(err, &ue) || pipeline.KindOf(err) == pipeline.Invalid {
-			return 2
-		}
-		return 1
-	}
-	return 0
-}
-
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 // extractConfigFlag takes --config FILE (or --config=FILE) from anywhere in
 // the arguments, so it works before and after the command.
@@ -173,10 +68,9 @@ func extractConfigFlag(args []string) (string, []string) {
 }
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	// loadConfig has refused a level that does not parse.
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		level = slog.LevelInfo
-	}
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
 	if cfg.LogFormat == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
@@ -219,49 +113,18 @@ func (a *app) migrate(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(a.stderr, "database (%s) is up to date\n", db.Dialect())
+	a.note(fmt.Sprintf("database (%s) is up to date", db.Dialect()), "dialect", string(db.Dialect()))
 	return nil
 }
 
-// parseInterspersed parses flags that may stand before, between or after
-// positional arguments, as `portfolio put ID --name X` needs.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
-
-func newFlagSet(name string, w io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(w)
-	return fs
-}
-
-func (a *app) portfolio(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("portfolio: want put or list")
-	}
-	switch args[0] {
-	case "put":
-		fs := newFlagSet("portfolio put", a.stderr)
-		name := fs.String("name", "", "display name (required)")
-		areas := fs.String("control-areas", "", "comma-separated active control areas: 50Hertz, Amprion, TenneT, TransnetBW")
-		bg := fs.String("balancing-group", "", "EIC of the portfolio's balancing group (sender of its schedules)")
-		xbg := fs.String("exchange-balancing-group", "", "EIC of the exchange's balancing group: counterparty of the open position without trades")
-		pos, err := parseInterspersed(fs, args[1:])
-		if err != nil {
-			return err
-		}
+func cmdPortfolioPut(a *app, fs *flag.FlagSet) action {
+	name := fs.String("name", "", "display name (required)")
+	areas := fs.String("control-areas", "", "comma-separated active control areas: 50Hertz, Amprion, TenneT, TransnetBW")
+	bg := fs.String("balancing-group", "", "EIC of the portfolio's balancing group (sender of its schedules)")
+	xbg := fs.String("exchange-balancing-group", "", "EIC of the exchange's balancing group: counterparty of the open position without trades")
+	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
-			return usagef("portfolio put: want exactly one ID")
+			return usagef("want exactly one ID")
 		}
 		p := pipeline.Portfolio{ID: pos[0], Name: *name, BalancingGroup: *bg, ExchangeBalancingGroup: *xbg}
 		for _, s := range strings.Split(*areas, ",") {
@@ -282,30 +145,26 @@ func (a *app) portfolio(ctx context.Context, args []string) error {
 		if created {
 			verb = "created"
 		}
-		fmt.Fprintf(a.stderr, "portfolio %s %s\n", p.ID, verb)
+		a.note(fmt.Sprintf("portfolio %s %s", p.ID, verb), "portfolio", p.ID)
 		return nil
-	case "list":
-		return listCmd(ctx, a, "portfolio list", args[1:], (*sqldb.DB).Portfolios,
-			"ID\tNAME\tCONTROL AREAS\tBALANCING GROUP", func(p pipeline.Portfolio) []string {
-				areas := make([]string, len(p.ControlAreas))
-				for i, c := range p.ControlAreas {
-					areas[i] = string(c)
-				}
-				return []string{p.ID, p.Name, strings.Join(areas, ","), p.BalancingGroup}
-			})
 	}
-	return usagef("portfolio: unknown subcommand %q", args[0])
 }
 
-func (a *app) key(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("key: want create, list or revoke")
-	}
-	switch args[0] {
-	case "create":
-		fs := newFlagSet("key create", a.stderr)
-		ent := entitlementFlags(fs, "key")
-		sc, err := ent.parse(fs, args[1:])
+func cmdPortfolioList(a *app, fs *flag.FlagSet) action {
+	return listCmd(a, fs, (*sqldb.DB).Portfolios,
+		"ID\tNAME\tCONTROL AREAS\tBALANCING GROUP", func(p pipeline.Portfolio) []string {
+			areas := make([]string, len(p.ControlAreas))
+			for i, c := range p.ControlAreas {
+				areas[i] = string(c)
+			}
+			return []string{p.ID, p.Name, strings.Join(areas, ","), p.BalancingGroup}
+		})
+}
+
+func cmdKeyCreate(a *app, fs *flag.FlagSet) action {
+	ent := entitlementFlags(fs, "key")
+	return func(ctx context.Context, pos []string) error {
+		sc, err := ent.parse(pos)
 		if err != nil {
 			return err
 		}
@@ -320,25 +179,30 @@ func (a *app) key(ctx context.Context, args []string) error {
 		// The secret goes to stdout and nowhere else, so that scripts can
 		// capture it with $(...); it cannot be shown again.
 		fmt.Fprintln(a.stdout, secret)
-		fmt.Fprintf(a.stderr, "key %s created (scope %s); store it now, it is shown once\n", id, sc)
-		return nil
-	case "list":
-		return listCmd(ctx, a, "key list", args[1:], (*sqldb.DB).Keys,
-			"ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tLAST USED\tREVOKED", func(k pipeline.APIKey) []string {
-				return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339),
-					timeOrDash(k.LastUsedAt), timeOrDash(k.RevokedAt)}
-			})
-	case "revoke":
-		if len(args) != 2 {
-			return usagef("key revoke: want exactly one key ID")
-		}
-		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeKey(ctx, args[1], a.now()) }); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "key %s revoked\n", args[1])
+		a.note(fmt.Sprintf("key %s created (scope %s); store it now, it is shown once", id, sc), "key", id, "scope", string(sc))
 		return nil
 	}
-	return usagef("key: unknown subcommand %q", args[0])
+}
+
+func cmdKeyList(a *app, fs *flag.FlagSet) action {
+	return listCmd(a, fs, (*sqldb.DB).Keys,
+		"ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tLAST USED\tREVOKED", func(k pipeline.APIKey) []string {
+			return []string{k.ID, string(k.Scope), orDash(k.PortfolioID), orDash(k.Label), k.CreatedAt.Format(time.RFC3339),
+				timeOrDash(k.LastUsedAt), timeOrDash(k.RevokedAt)}
+		})
+}
+
+func cmdKeyRevoke(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want exactly one key ID")
+		}
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeKey(ctx, pos[0], a.now()) }); err != nil {
+			return err
+		}
+		a.note(fmt.Sprintf("key %s revoked", pos[0]), "key", pos[0])
+		return nil
+	}
 }
 
 // entitlement holds the flags that say what a key or a machine client is
@@ -353,43 +217,41 @@ func entitlementFlags(fs *flag.FlagSet, what string) entitlement {
 	}
 }
 
-// parse parses a command that takes flags only, and its scope.
-func (e entitlement) parse(fs *flag.FlagSet, args []string) (pipeline.Scope, error) {
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return "", err
-	}
+// parse checks that a command that takes flags only got no argument, and
+// parses its scope.
+func (e entitlement) parse(pos []string) (pipeline.Scope, error) {
 	if len(pos) != 0 {
-		return "", usagef("%s: unexpected argument %q", fs.Name(), pos[0])
+		return "", usagef("unexpected argument %q", pos[0])
 	}
 	return pipeline.ParseScope(*e.scope)
 }
 
 // listCmd prints what fetch returns as a table, or as JSON with --json.
-func listCmd[T any](ctx context.Context, a *app, name string, args []string,
-	fetch func(*sqldb.DB, context.Context) ([]T, error), header string, row func(T) []string) error {
-	fs := newFlagSet(name, a.stderr)
+func listCmd[T any](a *app, fs *flag.FlagSet, fetch func(*sqldb.DB, context.Context) ([]T, error),
+	header string, row func(T) []string) action {
 	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 0 {
+			return usagef("unexpected argument %q", pos[0])
+		}
+		var items []T
+		err := a.withDB(ctx, func(db *sqldb.DB) (err error) {
+			items, err = fetch(db, ctx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(a.stdout).Encode(items)
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, header)
+		for _, it := range items {
+			fmt.Fprintln(tw, strings.Join(row(it), "\t"))
+		}
+		return tw.Flush()
 	}
-	var items []T
-	err := a.withDB(ctx, func(db *sqldb.DB) (err error) {
-		items, err = fetch(db, ctx)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return json.NewEncoder(a.stdout).Encode(items)
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, header)
-	for _, it := range items {
-		fmt.Fprintln(tw, strings.Join(row(it), "\t"))
-	}
-	return tw.Flush()
 }
 
 func orDash(s string) string {

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/schedbridge/schedbridge/ingest/edifact"
@@ -75,18 +75,9 @@ func (a *app) runMakoSync(ctx context.Context, m *jobs.Mako, md *jobs.Marktdaten
 	}
 }
 
-const makoUsage = `usage:
-  schedbridge mako sync                          index new EDIFACT files, mails and registry files once
-  schedbridge mako registry FILE                 replace the partner registry with a CSV export
-  schedbridge mako send MP_ID partin_out|zuordnungsermaechtigung_out
-  schedbridge mako nachversand [--list]          send everything pre-listed (or list the queue)
-  schedbridge mako overview [--tage N] [--ordnung status|kontakt]
-  schedbridge mako antworten [--tage N]          the reply reconciliation as JSON`
-
-func (a *app) makoCmd(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("%s", makoUsage)
-	}
+// withMako runs fn on the market communication over the configured stores,
+// with an encoder of indented JSON to stdout.
+func (a *app) withMako(ctx context.Context, fn func(m *jobs.Mako, out *json.Encoder) error) error {
 	db, bucket, err := a.openStores(ctx)
 	if err != nil {
 		return err
@@ -98,99 +89,124 @@ func (a *app) makoCmd(ctx context.Context, args []string) error {
 	}
 	out := json.NewEncoder(a.stdout)
 	out.SetIndent("", "  ")
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "sync":
-		start := time.Now()
-		fmt.Fprintln(a.stderr, "mako sync: indexing registry, outbox/edifact, inbox/edifact, inbox/mail and IMAP ...")
-		rep, err := m.Sync(ctx)
-		if err != nil {
-			return err
+	return fn(m, out)
+}
+
+func cmdMakoSync(a *app, fs *flag.FlagSet) action {
+	return noArgs(func(ctx context.Context) error {
+		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+			start := time.Now()
+			a.note("mako sync: indexing registry, outbox/edifact, inbox/edifact, inbox/mail and IMAP ...")
+			rep, err := m.Sync(ctx)
+			if err != nil {
+				return err
+			}
+			took := time.Since(start)
+			a.note(fmt.Sprintf("mako sync: %d EDIFACT files (%d unparseable), %d mail files, %d IMAP mails, %d pre-listed in %s",
+				rep.EDIFiles, rep.EDIUnparsable, rep.MailFiles, rep.IMAPMails, rep.Noted, took.Round(time.Millisecond)),
+				"edifact_files", rep.EDIFiles, "edifact_unparseable", rep.EDIUnparsable, "mail_files", rep.MailFiles,
+				"imap_mails", rep.IMAPMails, "prelisted", rep.Noted, "duration_s", roundSeconds(took.Seconds()))
+			return out.Encode(rep)
+		})
+	})
+}
+
+func cmdMakoRegistry(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want exactly one FILE")
 		}
-		fmt.Fprintf(a.stderr, "mako sync: %d EDIFACT files (%d unparseable), %d mail files, %d IMAP mails, %d pre-listed in %s\n",
-			rep.EDIFiles, rep.EDIUnparsable, rep.MailFiles, rep.IMAPMails, rep.Noted, time.Since(start).Round(time.Millisecond))
-		return out.Encode(rep)
-	case "registry":
-		if len(rest) != 1 {
-			return usagef("%s", makoUsage)
-		}
-		f, err := os.Open(rest[0])
+		f, err := os.Open(pos[0])
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		res, skipped, err := m.ImportRegistry(ctx, "cli:"+rest[0], f)
-		if err != nil {
-			return err
-		}
-		return out.Encode(map[string]any{"result": res, "skipped_rows": skipped})
-	case "send":
-		if len(rest) != 2 {
-			return usagef("%s", makoUsage)
-		}
-		st, ok := mako.ParseSendStream(rest[1])
-		if !ok {
-			return usagef("stream %q: want partin_out or zuordnungsermaechtigung_out", rest[1])
-		}
-		s, err := m.Send(ctx, rest[0], st)
-		if err != nil {
-			return err
-		}
-		return out.Encode(s)
-	case "nachversand":
-		fs := newFlagSet("mako nachversand", a.stderr)
-		list := fs.Bool("list", false, "list the queue instead of sending it")
-		if pos, err := parseInterspersed(fs, rest); err != nil {
-			return err
-		} else if len(pos) > 0 {
-			return usagef("mako nachversand takes no arguments")
-		}
-		if *list {
-			vs, err := m.Vormerkungen(ctx)
+		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+			res, skipped, err := m.ImportRegistry(ctx, "cli:"+pos[0], f)
 			if err != nil {
 				return err
 			}
-			return out.Encode(vs)
+			return out.Encode(map[string]any{"result": res, "skipped_rows": skipped})
+		})
+	}
+}
+
+func cmdMakoSend(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("want MP_ID and partin_out or zuordnungsermaechtigung_out")
 		}
-		res, err := m.SendPrelisted(ctx)
-		if err != nil {
-			return err
+		st, ok := mako.ParseSendStream(pos[1])
+		if !ok {
+			return usagef("stream %q: want partin_out or zuordnungsermaechtigung_out", pos[1])
 		}
-		for i, r := range res {
-			state := "sent"
-			if r.Error != "" {
-				state = "kept: " + r.Error
+		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+			s, err := m.Send(ctx, pos[0], st)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(a.stderr, "nachversand %d/%d %s %s\n", i+1, len(res), r.Vormerkung.Key(), state)
-		}
-		return out.Encode(res)
-	case "overview", "antworten":
-		fs := newFlagSet("mako "+sub, a.stderr)
-		tage := fs.Int("tage", map[string]int{"overview": 365, "antworten": 7}[sub], "look-back days")
-		ordnung := fs.String("ordnung", mako.OrderStatus, "status or kontakt")
-		if pos, err := parseInterspersed(fs, rest); err != nil {
-			return err
-		} else if len(pos) > 0 {
-			return usagef("mako %s takes no arguments", sub)
-		}
-		if sub == "overview" {
-			if *tage < 1 || *tage > 730 || (*ordnung != mako.OrderStatus && *ordnung != mako.OrderKontakt) {
-				return usagef("--tage 1..730, --ordnung status or kontakt")
+			return out.Encode(s)
+		})
+	}
+}
+
+func cmdMakoNachversand(a *app, fs *flag.FlagSet) action {
+	list := fs.Bool("list", false, "list the queue instead of sending it")
+	return noArgs(func(ctx context.Context) error {
+		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+			if *list {
+				vs, err := m.Vormerkungen(ctx)
+				if err != nil {
+					return err
+				}
+				return out.Encode(vs)
 			}
+			res, err := m.SendPrelisted(ctx)
+			if err != nil {
+				return err
+			}
+			for i, r := range res {
+				state := "sent"
+				if r.Error != "" {
+					state = "kept: " + r.Error
+				}
+				a.note(fmt.Sprintf("nachversand %d/%d %s %s", i+1, len(res), r.Vormerkung.Key(), state),
+					"done", i+1, "total", len(res), "vormerkung", r.Vormerkung.Key(), "sent", r.Error == "")
+			}
+			return out.Encode(res)
+		})
+	})
+}
+
+func cmdMakoOverview(a *app, fs *flag.FlagSet) action {
+	tage := fs.Int("tage", 365, "look-back days, 1 to 730")
+	ordnung := fs.String("ordnung", mako.OrderStatus, "order: status or kontakt")
+	return noArgs(func(ctx context.Context) error {
+		if *tage < 1 || *tage > 730 || (*ordnung != mako.OrderStatus && *ordnung != mako.OrderKontakt) {
+			return usagef("want --tage 1..730 and --ordnung status or kontakt")
+		}
+		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
 			ov, err := m.Overview(ctx, *tage, *ordnung)
 			if err != nil {
 				return err
 			}
 			return out.Encode(ov)
-		}
+		})
+	})
+}
+
+func cmdMakoAntworten(a *app, fs *flag.FlagSet) action {
+	tage := fs.Int("tage", 7, "look-back days, 1 to 90")
+	return noArgs(func(ctx context.Context) error {
 		if *tage < 1 || *tage > 90 {
-			return usagef("--tage 1..90")
+			return usagef("want --tage 1..90")
 		}
-		r, err := m.Reconcile(ctx, *tage)
-		if err != nil {
-			return err
-		}
-		return out.Encode(r)
-	}
-	return usagef("unknown mako command %q\n%s", sub, strings.TrimSpace(makoUsage))
+		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+			r, err := m.Reconcile(ctx, *tage)
+			if err != nil {
+				return err
+			}
+			return out.Encode(r)
+		})
+	})
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,44 +31,58 @@ func (a *app) newMarktdaten(db *sqldb.DB) *jobs.Marktdaten {
 	return jobs.NewMarktdaten(db, cfg)
 }
 
-const marktdatenUsage = `usage:
-  schedbridge prices import spot|rebap FILE      import SMARD chart JSON (spot) or a netztransparenz reBAP CSV
-  schedbridge zeitreihen aktivierungen FILE      replace the imported series activations (JSON body or .csv)
-  schedbridge zeitreihen sync                    import the files dropped under inbox/prices/ and inbox/zeitreihen/
-  schedbridge kalkulation [--von YYYY-MM-DD] [--bis YYYY-MM-DD] [--portfolio ID]
-                                                 the period calculation (default: this month up to yesterday)`
-
-// marktdatenCmd runs the prices, zeitreihen and kalkulation commands.
-func (a *app) marktdatenCmd(ctx context.Context, cmd string, args []string) error {
-	if cmd == "kalkulation" {
-		return a.kalkulationCmd(ctx, args)
+// withMarktdaten runs fn on the market data over the configured stores and
+// prints its result as JSON.
+func (a *app) withMarktdaten(ctx context.Context, fn func(md *jobs.Marktdaten, bucket objstore.Bucket) (any, error)) error {
+	db, bucket, err := a.openStores(ctx)
+	if err != nil {
+		return err
 	}
-	// The arguments are checked and the file read before anything is opened.
-	var run func(md *jobs.Marktdaten, bucket objstore.Bucket) (any, error)
-	switch {
-	case cmd == "prices" && len(args) == 3 && args[0] == "import":
-		kind, err := price.ParseKind(args[1])
+	defer db.Close()
+	res, err := fn(a.newMarktdaten(db), bucket)
+	if err != nil {
+		return err
+	}
+	return a.printJSON(res)
+}
+
+// The arguments are checked and the file read before anything is opened.
+
+func cmdPricesImport(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 2 {
+			return usagef("want spot or rebap, and FILE")
+		}
+		kind, err := price.ParseKind(pos[0])
 		if err != nil {
 			return err
 		}
-		data, err := os.ReadFile(args[2])
+		data, err := os.ReadFile(pos[1])
 		if err != nil {
 			return err
 		}
-		run = func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
-			res, err := md.ImportPrices(ctx, kind, data, "cli:"+filepath.Base(args[2]))
+		return a.withMarktdaten(ctx, func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
+			res, err := md.ImportPrices(ctx, kind, data, "cli:"+filepath.Base(pos[1]))
 			if err == nil {
-				fmt.Fprintf(a.stderr, "prices %s: %d points, %d quarter-hours written, %d missing\n", kind, res.Points, res.Stored, res.MissingCount)
+				a.note(fmt.Sprintf("prices %s: %d points, %d quarter-hours written, %d missing", kind, res.Points, res.Stored, res.MissingCount),
+					"kind", string(kind), "points", res.Points, "stored", res.Stored, "missing", res.MissingCount)
 			}
 			return res, err
+		})
+	}
+}
+
+func cmdZeitreihenAktivierungen(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want exactly one FILE")
 		}
-	case cmd == "zeitreihen" && len(args) == 2 && args[0] == "aktivierungen":
-		data, err := os.ReadFile(args[1])
+		data, err := os.ReadFile(pos[0])
 		if err != nil {
 			return err
 		}
 		var recs []zeitreihen.Activation
-		if strings.EqualFold(filepath.Ext(args[1]), ".csv") {
+		if strings.EqualFold(filepath.Ext(pos[0]), ".csv") {
 			recs, err = ingest.DecodeActivationsCSV(data)
 		} else {
 			recs, err = ingest.DecodeActivations(data)
@@ -75,73 +90,65 @@ func (a *app) marktdatenCmd(ctx context.Context, cmd string, args []string) erro
 		if err != nil {
 			return err
 		}
-		run = func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
-			return md.ImportActivations(ctx, recs, "cli:"+filepath.Base(args[1]))
-		}
-	case cmd == "zeitreihen" && len(args) == 1 && args[0] == "sync":
-		run = func(md *jobs.Marktdaten, bucket objstore.Bucket) (any, error) {
+		return a.withMarktdaten(ctx, func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
+			return md.ImportActivations(ctx, recs, "cli:"+filepath.Base(pos[0]))
+		})
+	}
+}
+
+func cmdZeitreihenSync(a *app, fs *flag.FlagSet) action {
+	return noArgs(func(ctx context.Context) error {
+		return a.withMarktdaten(ctx, func(md *jobs.Marktdaten, bucket objstore.Bucket) (any, error) {
 			start := time.Now()
 			rep, err := md.SyncDrops(ctx, bucket)
 			if err == nil {
-				fmt.Fprintf(a.stderr, "zeitreihen sync: %d price files, %d activation files in %s\n",
-					len(rep.Prices), len(rep.Zeitreihen), time.Since(start).Round(time.Millisecond))
+				took := time.Since(start)
+				a.note(fmt.Sprintf("zeitreihen sync: %d price files, %d activation files in %s",
+					len(rep.Prices), len(rep.Zeitreihen), took.Round(time.Millisecond)),
+					"price_files", len(rep.Prices), "activation_files", len(rep.Zeitreihen), "duration_s", roundSeconds(took.Seconds()))
 			}
 			return rep, err
-		}
-	default:
-		return usagef("%s", marktdatenUsage)
-	}
-	db, bucket, err := a.openStores(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	res, err := run(a.newMarktdaten(db), bucket)
-	if err != nil {
-		return err
-	}
-	return a.printJSON(res)
+		})
+	})
 }
 
-// kalkulationCmd prints the calculation of a period.
-func (a *app) kalkulationCmd(ctx context.Context, args []string) error {
-	fs := newFlagSet("kalkulation", a.stderr)
+// cmdKalkulation prints the calculation of a period.
+func cmdKalkulation(a *app, fs *flag.FlagSet) action {
 	vonFlag := fs.String("von", "", "first day YYYY-MM-DD (default: the first of the month of --bis)")
 	bisFlag := fs.String("bis", "", "last day YYYY-MM-DD (default: yesterday in Europe/Berlin)")
 	portfolio := fs.String("portfolio", "", "one portfolio (default: all)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 0 {
-		return usagef("%s", marktdatenUsage)
-	}
-	von, bis := kalkulation.DefaultPeriod(pipeline.DayOf(a.now()))
-	if *bisFlag != "" {
-		if bis, err = pipeline.ParseDay(*bisFlag); err != nil {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 0 {
+			return usagef("unexpected argument %q", pos[0])
+		}
+		von, bis := kalkulation.DefaultPeriod(pipeline.DayOf(a.now()))
+		var err error
+		if *bisFlag != "" {
+			if bis, err = pipeline.ParseDay(*bisFlag); err != nil {
+				return err
+			}
+			von = pipeline.NewDay(bis.Year, bis.Month, 1)
+		}
+		if *vonFlag != "" {
+			if von, err = pipeline.ParseDay(*vonFlag); err != nil {
+				return err
+			}
+		}
+		db, bucket, err := a.openStores(ctx)
+		if err != nil {
 			return err
 		}
-		von = pipeline.NewDay(bis.Year, bis.Month, 1)
-	}
-	if *vonFlag != "" {
-		if von, err = pipeline.ParseDay(*vonFlag); err != nil {
+		defer db.Close()
+		r, _, err := a.newRunner(db, bucket, nil, nil)
+		if err != nil {
 			return err
 		}
+		res, err := r.Kalkulation(ctx, *portfolio, von, bis)
+		if err != nil {
+			return err
+		}
+		return a.printJSON(res)
 	}
-	db, bucket, err := a.openStores(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	r, _, err := a.newRunner(db, bucket, nil, nil)
-	if err != nil {
-		return err
-	}
-	res, err := r.Kalkulation(ctx, *portfolio, von, bis)
-	if err != nil {
-		return err
-	}
-	return a.printJSON(res)
 }
 
 // printJSON writes v indented to stdout.

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -152,98 +150,60 @@ func (a *app) openStores(ctx context.Context) (*sqldb.DB, objstore.Bucket, error
 	return db, bucket, nil
 }
 
-// runCmd is `schedbridge run STAGE|chain --day D`: one stage (or the whole
-// chain) now, with a progress line on stderr.
-func (a *app) runCmd(ctx context.Context, args []string) error {
-	fs := newFlagSet("run", a.stderr)
+// cmdRun is `schedbridge run STAGE|chain --day D`: one stage (or the whole
+// chain) now, with its progress on stderr.
+func cmdRun(a *app, fs *flag.FlagSet) action {
 	dayFlag := fs.String("day", "", "delivery day YYYY-MM-DD (default: tomorrow in Europe/Berlin; yesterday for kalkulation)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usagef("run: want one of forecast, aggregate, open-position, schedules, kalkulation or chain")
-	}
-	stage := pipeline.StageChain
-	if pos[0] != "chain" {
-		if stage, err = pipeline.ParseStage(pos[0]); err != nil {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want one of forecast, aggregate, open-position, schedules, kalkulation or chain")
+		}
+		stage := pipeline.StageChain
+		var err error
+		if pos[0] != "chain" {
+			if stage, err = pipeline.ParseStage(pos[0]); err != nil {
+				return err
+			}
+		}
+		day := stage.DefaultDay(pipeline.DayOf(a.now()))
+		if *dayFlag != "" {
+			if day, err = pipeline.ParseDay(*dayFlag); err != nil {
+				return err
+			}
+		}
+		db, bucket, err := a.openStores(ctx)
+		if err != nil {
 			return err
 		}
-	}
-	day := stage.DefaultDay(pipeline.DayOf(a.now()))
-	if *dayFlag != "" {
-		if day, err = pipeline.ParseDay(*dayFlag); err != nil {
+		defer db.Close()
+		bar := a.newProgress("stage", false)
+		r, _, err := a.newRunner(db, bucket, nil, stageProgress(bar))
+		if err != nil {
 			return err
 		}
-	}
-	db, bucket, err := a.openStores(ctx)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	bar := newStageProgress(a.stderr)
-	r, _, err := a.newRunner(db, bucket, nil, bar.update)
-	if err != nil {
-		return err
-	}
-	var run pipeline.Run
-	if stage == pipeline.StageChain {
-		run, err = r.Orchestrate(ctx, day, "cli")
-	} else {
-		run, err = r.RunStage(ctx, stage, day, "cli")
-	}
-	bar.finish()
-	if run.ID != 0 {
-		fmt.Fprintf(a.stderr, "%s %s: run %d %s", run.Stage, day, run.ID, run.Status)
-		if run.FinishedAt != nil {
-			fmt.Fprintf(a.stderr, " in %.1f s", run.FinishedAt.Sub(run.StartedAt).Seconds())
+		var run pipeline.Run
+		if stage == pipeline.StageChain {
+			run, err = r.Orchestrate(ctx, day, "cli")
+		} else {
+			run, err = r.RunStage(ctx, stage, day, "cli")
 		}
-		fmt.Fprintln(a.stderr)
-		fmt.Fprintln(a.stdout, string(run.Outputs))
+		bar.finish()
+		if run.ID != 0 {
+			sentence := fmt.Sprintf("%s %s: run %d %s", run.Stage, day, run.ID, run.Status)
+			attrs := []any{"stage", string(run.Stage), "day", day.String(), "run", run.ID, "status", string(run.Status)}
+			if run.FinishedAt != nil {
+				secs := run.FinishedAt.Sub(run.StartedAt).Seconds()
+				sentence += fmt.Sprintf(" in %.1f s", secs)
+				attrs = append(attrs, "duration_s", roundSeconds(secs))
+			}
+			a.note(sentence, attrs...)
+			fmt.Fprintln(a.stdout, string(run.Outputs))
+		}
+		return err
 	}
-	return err
 }
 
-// stageProgress draws one line per stage on a terminal-like writer, at most
-// every 200 ms, so that a million locations do not flood a log file.
-type stageProgress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	last  time.Time
-	stage pipeline.Stage
-	drawn bool
-}
-
-func newStageProgress(w io.Writer) *stageProgress { return &stageProgress{w: w} }
-
-func (p *stageProgress) update(st pipeline.Stage, done, total int64) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if st != p.stage && p.drawn {
-		fmt.Fprintln(p.w)
-		p.drawn = false
-	}
-	p.stage = st
-	now := time.Now()
-	if now.Sub(p.last) < 200*time.Millisecond && done < total {
-		return
-	}
-	p.last = now
-	pct := 100.0
-	if total > 0 {
-		pct = 100 * float64(done) / float64(total)
-	}
-	width := 30
-	filled := min(width, int(pct/100*float64(width)))
-	fmt.Fprintf(p.w, "\r%-14s [%s%s] %5.1f%% %d/%d", st, strings.Repeat("#", filled), strings.Repeat(".", width-filled), pct, done, total)
-	p.drawn = true
-}
-
-func (p *stageProgress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprintln(p.w)
-		p.drawn = false
-	}
+// stageProgress feeds the runner's progress of each stage into p.
+func stageProgress(p *progress) func(pipeline.Stage, int64, int64) {
+	return func(st pipeline.Stage, done, total int64) { p.update(string(st), done, total) }
 }

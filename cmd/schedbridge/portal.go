@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
 	"time"
 
@@ -32,7 +33,7 @@ type PortalConfig struct {
 type PortalOIDC struct {
 	Issuer             string   `yaml:"issuer"`
 	ClientID           string   `yaml:"client_id"`
-	ClientSecret       string   `yaml:"client_secret"`
+	ClientSecret       string   `yaml:"client_secret" secret:"true"`
 	NativeClientID     string   `yaml:"native_client_id"`
 	NativeRedirectURIs []string `yaml:"native_redirect_uris"`
 }
@@ -42,18 +43,13 @@ type PortalSMTP struct {
 	Addr     string `yaml:"addr"`
 	From     string `yaml:"from"`
 	Username string `yaml:"username"`
-	Password string `yaml:"password"`
+	Password string `yaml:"password" secret:"true"`
 	Security string `yaml:"security"` // starttls (default), tls, none
 }
 
 // checkPortal validates the portal settings. The insecure cookie mode is a
 // local-development setting: a deployment marked as production refuses it.
 func (c *Config) checkPortal() error {
-	switch c.Environment {
-	case "production", "development":
-	default:
-		return fmt.Errorf("environment %q: want production or development", c.Environment)
-	}
 	p := &c.Portal
 	if p.InsecureCookies && c.Environment == "production" {
 		return fmt.Errorf("portal.insecure_cookies is a local-development setting and is refused in production; set environment: development (SCHEDBRIDGE_ENVIRONMENT=development) on a developer machine, or remove it")
@@ -73,10 +69,33 @@ func (c *Config) checkPortal() error {
 	}
 	u, err := url.Parse(p.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
-		return fmt.Errorf("portal.base_url %q: want an origin such as https://portal.example.de", p.BaseURL)
+		return fmt.Errorf("%s %q: want an origin such as https://portal.example.de", keyName("portal.base_url"), p.BaseURL)
 	}
-	if p.OIDC.Issuer != "" && p.OIDC.ClientID == "" {
-		return fmt.Errorf("portal.oidc: an issuer needs a client_id")
+	if iss := p.OIDC.Issuer; iss != "" {
+		if u, err := url.Parse(iss); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("%s %q: want an http(s) URL such as https://login.example.de/realms/staff", keyName("portal.oidc.issuer"), iss)
+		}
+		if p.OIDC.ClientID == "" {
+			return fmt.Errorf("portal.oidc: an issuer needs a client_id")
+		}
+	}
+	for _, r := range p.OIDC.NativeRedirectURIs {
+		if u, err := url.Parse(r); err != nil || u.Scheme == "" {
+			return fmt.Errorf("%s %q: want a URI with a scheme, such as de.example.portal:/callback", keyName("portal.oidc.native_redirect_uris"), r)
+		}
+	}
+	switch p.SMTP.Security {
+	case "starttls", "tls", "none":
+	default:
+		return fmt.Errorf("%s %q: want starttls, tls or none", keyName("portal.smtp.security"), p.SMTP.Security)
+	}
+	if p.SMTP.Addr != "" {
+		if err := checkHostPort("portal.smtp.addr", p.SMTP.Addr, false); err != nil {
+			return err
+		}
+		if _, err := mail.ParseAddress(p.SMTP.From); err != nil {
+			return fmt.Errorf("%s %q: want a sender address such as \"Portal <portal@example.de>\"", keyName("portal.smtp.from"), p.SMTP.From)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,60 +22,42 @@ import (
 // the state of certificate requests. Every value is checked by the rules of
 // HR's CSV files (ingest/hr.go) before anything is written.
 
-const portalUsage = `usage:
-  schedbridge portal employee put ID --name N --email E [--department D] [--position P]
-        [--entry-date YYYY-MM-DD] [--state BE] [--weekly-hours 39,5] [--leave-days 30]
-        [--sso-subject SUB] [--magic-link] [--roles mitarbeiter,hr]
-        [--component NAME=EUR:INTERVAL[:VISIBILITY] ...]   (replaces the compensation when given)
-  schedbridge portal employee import FILE.csv         load an employees file
-  schedbridge portal employee list [--json]
-  schedbridge portal compensation import FILE.csv     replace the compensation of the employees in the file
-  schedbridge portal user put --email E --name N [--roles bewerber] [--magic-link=false]
-  schedbridge portal certificate status ID beantragt|in_bearbeitung|ausgestellt|abgelehnt
-(see docs/portal-hr.md)`
-
-// progressEvery is how many rows an import writes between progress lines.
-const progressEvery = 1000
-
-// portalCmd runs the portal subcommands.
-func (a *app) portalCmd(ctx context.Context, args []string) error {
-	if len(args) < 2 {
-		return usagef("%s", portalUsage)
-	}
-	rest := args[2:]
-	switch args[0] + " " + args[1] {
-	case "employee put":
-		return a.portalEmployeePut(ctx, rest)
-	case "employee import":
-		if len(rest) != 1 {
-			return usagef("portal employee import: want exactly one FILE.csv")
+func cmdPortalEmployeeImport(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want exactly one FILE.csv")
 		}
-		return a.portalEmployeeImport(ctx, rest[0])
-	case "employee list":
-		return listCmd(ctx, a, "portal employee list", rest, listEmployees,
-			"ID\tNAME\tEMAIL\tDEPARTMENT\tSTATE\tHOURS\tLEAVE DAYS\tLOGIN\tCOMPONENTS", func(e employeeItem) []string {
-				login := []string{}
-				if e.User != nil && e.User.SSOSubject != "" {
-					login = append(login, "sso")
-				}
-				if e.User != nil && e.User.MagicLink {
-					login = append(login, "magic-link")
-				}
-				return []string{e.ID, e.Name, e.Email, orDash(e.Department), orDash(e.State),
-					strconv.FormatFloat(e.WeeklyHours, 'f', -1, 64), strconv.Itoa(e.LeaveDaysPerYear),
-					orDash(strings.Join(login, ",")), strconv.Itoa(len(e.Compensation))}
-			})
-	case "compensation import":
-		if len(rest) != 1 {
-			return usagef("portal compensation import: want exactly one FILE.csv")
-		}
-		return a.portalCompensationImport(ctx, rest[0])
-	case "user put":
-		return a.portalUserPut(ctx, rest)
-	case "certificate status":
-		return a.portalCertificateStatus(ctx, rest)
+		return a.portalEmployeeImport(ctx, pos[0])
 	}
-	return usagef("portal: unknown subcommand %q\n%s", strings.Join(args[:2], " "), portalUsage)
+}
+
+func cmdPortalEmployeeList(a *app, fs *flag.FlagSet) action {
+	return listCmd(a, fs, listEmployees,
+		"ID\tNAME\tEMAIL\tDEPARTMENT\tSTATE\tHOURS\tLEAVE DAYS\tLOGIN\tCOMPONENTS", func(e employeeItem) []string {
+			login := []string{}
+			if e.User != nil && e.User.SSOSubject != "" {
+				login = append(login, "sso")
+			}
+			if e.User != nil && e.User.MagicLink {
+				login = append(login, "magic-link")
+			}
+			return []string{e.ID, e.Name, e.Email, orDash(e.Department), orDash(e.State),
+				strconv.FormatFloat(e.WeeklyHours, 'f', -1, 64), strconv.Itoa(e.LeaveDaysPerYear),
+				orDash(strings.Join(login, ",")), strconv.Itoa(len(e.Compensation))}
+		})
+}
+
+func cmdPortalCompensationImport(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want exactly one FILE.csv")
+		}
+		return a.portalCompensationImport(ctx, pos[0])
+	}
+}
+
+func cmdPortalCertificateStatus(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error { return a.portalCertificateStatus(ctx, pos) }
 }
 
 // componentFlags collects the repeatable --component flag.
@@ -93,8 +76,7 @@ var employeeFlags = map[string]string{
 	ingest.ColSSOSubject: "--sso-subject", ingest.ColMagicLink: "--magic-link", ingest.ColRollen: "--roles",
 }
 
-func (a *app) portalEmployeePut(ctx context.Context, args []string) error {
-	fs := newFlagSet("portal employee put", a.stderr)
+func cmdPortalEmployeePut(a *app, fs *flag.FlagSet) action {
 	fields := map[string]string{}
 	str := func(name, column, help string) {
 		fs.Func(name, help, func(v string) error { fields[column] = v; return nil })
@@ -112,15 +94,17 @@ func (a *app) portalEmployeePut(ctx context.Context, args []string) error {
 	magic := fs.Bool("magic-link", false, "allow sign-in by magic link to the e-mail address")
 	var comps componentFlags
 	fs.Var(&comps, "component", "a compensation component NAME=EUR:INTERVAL[:VISIBILITY], repeatable; replaces the set")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		return a.portalEmployeePut(ctx, pos, fields, *magic, comps)
 	}
+}
+
+func (a *app) portalEmployeePut(ctx context.Context, pos []string, fields map[string]string, magic bool, comps componentFlags) error {
 	if len(pos) != 1 {
-		return usagef("portal employee put: want exactly one ID (the personalnummer)")
+		return usagef("want exactly one ID (the personalnummer)")
 	}
 	fields[ingest.ColPersonalnummer] = pos[0]
-	fields[ingest.ColMagicLink] = strconv.FormatBool(*magic)
+	fields[ingest.ColMagicLink] = strconv.FormatBool(magic)
 	h, problems := ingest.EmployeeFromFields(fields)
 	var msgs []string
 	for _, p := range problems {
@@ -140,7 +124,7 @@ func (a *app) portalEmployeePut(ctx context.Context, args []string) error {
 		set = append(set, comp)
 	}
 	if len(msgs) > 0 {
-		return usagef("portal employee put %s:\n  %s", pos[0], strings.Join(msgs, "\n  "))
+		return usagef("%s: %s", pos[0], strings.Join(msgs, "; "))
 	}
 	if err := a.linkIssuer(&h.Link, "--sso-subject"); err != nil {
 		return err
@@ -155,12 +139,12 @@ func (a *app) portalEmployeePut(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "employee %s %s\n", h.Employee.ID, createdOrUpdated(created))
+	a.note(fmt.Sprintf("employee %s %s", h.Employee.ID, createdOrUpdated(created)), "employee", h.Employee.ID)
 	if len(comps) > 0 {
 		if err := db.PutCompensation(ctx, h.Employee.ID, set, now); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stderr, "compensation of employee %s: %d components\n", h.Employee.ID, len(set))
+		a.note(fmt.Sprintf("compensation of employee %s: %d components", h.Employee.ID, len(set)), "employee", h.Employee.ID, "components", len(set))
 	}
 	return nil
 }
@@ -233,13 +217,6 @@ func openHRFile[T any](path string, decode func(io.Reader) (T, error)) (T, error
 	return v, nil
 }
 
-// progress prints a progress line every progressEvery rows.
-func (a *app) progress(what string, done, total int) {
-	if done%progressEvery == 0 && done < total {
-		fmt.Fprintf(a.stderr, "%s: %d of %d rows\n", what, done, total)
-	}
-}
-
 func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
 	const what = "portal employee import"
 	rows, err := openHRFile(path, ingest.DecodeEmployeesCSV)
@@ -263,6 +240,8 @@ func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
 	defer db.Close()
 	now := a.now()
 	created := 0
+	bar := a.newProgress("task", false)
+	defer bar.finish()
 	for i, r := range rows {
 		if err := a.linkIssuer(&r.Link, "sso_subject"); err != nil {
 			return err
@@ -276,9 +255,11 @@ func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
 		if c {
 			created++
 		}
-		a.progress(what, i+1, len(rows))
+		bar.update(what, int64(i+1), int64(len(rows)))
 	}
-	fmt.Fprintf(a.stderr, "%s: %d rows, %d employees created, %d updated\n", what, len(rows), created, len(rows)-created)
+	bar.finish()
+	a.note(fmt.Sprintf("%s: %d rows, %d employees created, %d updated", what, len(rows), created, len(rows)-created),
+		"rows", len(rows), "created", created, "updated", len(rows)-created)
 	return nil
 }
 
@@ -329,6 +310,8 @@ func (a *app) portalCompensationImport(ctx context.Context, path string) error {
 	}
 	now := a.now()
 	created, done := 0, 0
+	bar := a.newProgress("task", false)
+	defer bar.finish()
 	for i, id := range file.ids {
 		before, err := db.Compensation(ctx, id)
 		if err != nil {
@@ -342,11 +325,13 @@ func (a *app) portalCompensationImport(ctx context.Context, path string) error {
 		}
 		for range file.comps[id] {
 			done++
-			a.progress(what, done, total)
+			bar.update(what, int64(done), int64(total))
 		}
 	}
-	fmt.Fprintf(a.stderr, "%s: %d rows for %d employees, %d compensation sets created, %d replaced\n",
-		what, total, len(file.ids), created, len(file.ids)-created)
+	bar.finish()
+	a.note(fmt.Sprintf("%s: %d rows for %d employees, %d compensation sets created, %d replaced",
+		what, total, len(file.ids), created, len(file.ids)-created),
+		"rows", total, "employees", len(file.ids), "created", created, "replaced", len(file.ids)-created)
 	return nil
 }
 
@@ -358,36 +343,37 @@ func abbreviate(ids []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(ids[:10], ", "), len(ids)-10)
 }
 
-func (a *app) portalUserPut(ctx context.Context, args []string) error {
-	fs := newFlagSet("portal user put", a.stderr)
+func cmdPortalUserPut(a *app, fs *flag.FlagSet) action {
 	email := fs.String("email", "", "e-mail address, the sign-in address (required)")
 	name := fs.String("name", "", "full name (required)")
 	roles := fs.String("roles", "", "comma-separated roles (default "+portal.RoleApplicant+")")
 	magic := fs.Bool("magic-link", true, "allow sign-in by magic link to the e-mail address")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return err
+	return func(ctx context.Context, pos []string) error {
+		return a.portalUserPut(ctx, pos, *email, *name, *roles, *magic)
 	}
+}
+
+func (a *app) portalUserPut(ctx context.Context, pos []string, email, name, roles string, magic bool) error {
 	if len(pos) != 0 {
-		return usagef("portal user put: unexpected argument %q", pos[0])
+		return usagef("unexpected argument %q", pos[0])
 	}
 	var msgs []string
-	addr, err := portal.NormalizeEmail(*email)
-	if *email == "" {
+	addr, err := portal.NormalizeEmail(email)
+	if email == "" {
 		msgs = append(msgs, "--email is required")
 	} else if err != nil {
 		msgs = append(msgs, "--email: "+pipeline.MessageOf(err))
 	}
-	n, err := ingest.CheckText("--name", *name, true)
+	n, err := ingest.CheckText("--name", name, true)
 	if err != nil {
 		msgs = append(msgs, pipeline.MessageOf(err))
 	}
-	rs, err := ingest.ParseRoles(*roles)
+	rs, err := ingest.ParseRoles(roles)
 	if err != nil {
 		msgs = append(msgs, "--roles: "+pipeline.MessageOf(err))
 	}
 	if len(msgs) > 0 {
-		return usagef("portal user put:\n  %s", strings.Join(msgs, "\n  "))
+		return usagef("%s", strings.Join(msgs, "; "))
 	}
 	if rs == nil {
 		rs = []string{portal.RoleApplicant}
@@ -401,25 +387,26 @@ func (a *app) portalUserPut(ctx context.Context, args []string) error {
 	// change: its roles would otherwise become an applicant's.
 	switch cur, err := db.UserByEmail(ctx, addr); {
 	case err == nil && cur.EmployeeID != "":
-		return usagef("portal user put: %s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
+		return usagef("%s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
 	case err != nil && pipeline.KindOf(err) != pipeline.NotFound:
 		return err
 	}
-	u, created, err := db.PutUser(ctx, portal.User{Email: addr, Name: n, Roles: rs, MagicLink: *magic}, a.now())
+	u, created, err := db.PutUser(ctx, portal.User{Email: addr, Name: n, Roles: rs, MagicLink: magic}, a.now())
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "user %s %s (id %s, roles %s, magic link %t)\n", u.Email, createdOrUpdated(created), u.ID, strings.Join(u.Roles, ","), u.MagicLink)
+	a.note(fmt.Sprintf("user %s %s (id %s, roles %s, magic link %t)", u.Email, createdOrUpdated(created), u.ID, strings.Join(u.Roles, ","), u.MagicLink),
+		"user", u.ID, "email", u.Email)
 	return nil
 }
 
 func (a *app) portalCertificateStatus(ctx context.Context, args []string) error {
 	if len(args) != 2 {
-		return usagef("portal certificate status: want ID and one of %s", certificateStatuses())
+		return usagef("want ID and one of %s", certificateStatuses())
 	}
 	id, err := strconv.ParseInt(args[0], 10, 64)
 	if err != nil || id <= 0 {
-		return usagef("portal certificate status: %q is not a certificate id (a positive number)", args[0])
+		return usagef("%q is not a certificate id (a positive number)", args[0])
 	}
 	status, err := portal.ParseEnum("status", args[1], portal.CertificateStatuses)
 	if err != nil {
@@ -434,7 +421,8 @@ func (a *app) portalCertificateStatus(ctx context.Context, args []string) error 
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stderr, "certificate %d (%s of employee %s) is %s\n", c.ID, c.Type, c.EmployeeID, c.Status)
+	a.note(fmt.Sprintf("certificate %d (%s of employee %s) is %s", c.ID, c.Type, c.EmployeeID, c.Status),
+		"certificate", c.ID, "employee", c.EmployeeID, "status", string(c.Status))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net/http"
 	"time"
@@ -13,25 +14,17 @@ import (
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
-// issuer registers the OAuth 2.0 authorization servers whose access tokens
-// the bridge accepts (see README, Machine clients).
-func (a *app) issuer(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("issuer: want add, list or remove")
-	}
-	switch args[0] {
-	case "add":
-		fs := newFlagSet("issuer add", a.stderr)
-		aud := fs.String("audience", "", "the value our tokens' aud claim must contain (required)")
-		pos, err := parseInterspersed(fs, args[1:])
-		if err != nil {
-			return err
-		}
+// The issuer commands register the OAuth 2.0 authorization servers whose
+// access tokens the bridge accepts (see README, Machine clients).
+
+func cmdIssuerAdd(a *app, fs *flag.FlagSet) action {
+	aud := fs.String("audience", "", "the value our tokens' aud claim must contain (required)")
+	return func(ctx context.Context, pos []string) error {
 		if len(pos) != 1 {
-			return usagef("issuer add: want exactly one issuer URL")
+			return usagef("want exactly one issuer URL")
 		}
 		if *aud == "" {
-			return usagef("issuer add: --audience is required")
+			return usagef("--audience is required")
 		}
 		// Discovery runs now, so that a wrong URL is reported to the person
 		// typing it, not to the first machine client.
@@ -49,44 +42,46 @@ func (a *app) issuer(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stderr, "issuer %s registered (audience %s, keys %s)\n", iss.URL, iss.Audience, iss.JWKSURI)
-		return nil
-	case "list":
-		return listCmd(ctx, a, "issuer list", args[1:], (*sqldb.DB).TokenIssuers,
-			"URL\tAUDIENCE\tJWKS URI\tCREATED\tREMOVED", func(i pipeline.TokenIssuer) []string {
-				return []string{i.URL, i.Audience, i.JWKSURI, i.CreatedAt.Format(time.RFC3339), timeOrDash(i.RemovedAt)}
-			})
-	case "remove":
-		if len(args) != 2 {
-			return usagef("issuer remove: want exactly one issuer URL")
-		}
-		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RemoveTokenIssuer(ctx, args[1], a.now()) }); err != nil {
-			return err
-		}
-		fmt.Fprintf(a.stderr, "issuer %s removed; its clients are revoked\n", args[1])
+		a.note(fmt.Sprintf("issuer %s registered (audience %s, keys %s)", iss.URL, iss.Audience, iss.JWKSURI),
+			"issuer", iss.URL, "audience", iss.Audience, "jwks_uri", iss.JWKSURI)
 		return nil
 	}
-	return usagef("issuer: unknown subcommand %q", args[0])
 }
 
-// client registers machine clients of registered issuers with their scope
-// and portfolio.
-func (a *app) client(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return usagef("client: want add, list or revoke")
+func cmdIssuerList(a *app, fs *flag.FlagSet) action {
+	return listCmd(a, fs, (*sqldb.DB).TokenIssuers,
+		"URL\tAUDIENCE\tJWKS URI\tCREATED\tREMOVED", func(i pipeline.TokenIssuer) []string {
+			return []string{i.URL, i.Audience, i.JWKSURI, i.CreatedAt.Format(time.RFC3339), timeOrDash(i.RemovedAt)}
+		})
+}
+
+func cmdIssuerRemove(a *app, fs *flag.FlagSet) action {
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want exactly one issuer URL")
+		}
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RemoveTokenIssuer(ctx, pos[0], a.now()) }); err != nil {
+			return err
+		}
+		a.note(fmt.Sprintf("issuer %s removed; its clients are revoked", pos[0]), "issuer", pos[0])
+		return nil
 	}
-	switch args[0] {
-	case "add":
-		fs := newFlagSet("client add", a.stderr)
-		issuer := fs.String("issuer", "", "URL of a registered issuer (required)")
-		clientID := fs.String("client-id", "", "the client_id claim of the client's tokens (required)")
-		ent := entitlementFlags(fs, "client")
-		sc, err := ent.parse(fs, args[1:])
+}
+
+// The client commands register machine clients of registered issuers with
+// their scope and portfolio.
+
+func cmdClientAdd(a *app, fs *flag.FlagSet) action {
+	issuer := fs.String("issuer", "", "URL of a registered issuer (required)")
+	clientID := fs.String("client-id", "", "the client_id claim of the client's tokens (required)")
+	ent := entitlementFlags(fs, "client")
+	return func(ctx context.Context, pos []string) error {
+		sc, err := ent.parse(pos)
 		if err != nil {
 			return err
 		}
 		if *issuer == "" || *clientID == "" {
-			return usagef("client add: --issuer and --client-id are required")
+			return usagef("--issuer and --client-id are required")
 		}
 		var b [5]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -98,33 +93,37 @@ func (a *app) client(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintln(a.stdout, c.ID)
-		fmt.Fprintf(a.stderr, "client %s of %s registered as %s (scope %s); its tokens need %q in their scope claim\n",
-			c.ClientID, c.Issuer, c.ID, sc, pipeline.TokenScopeValue(sc))
+		a.note(fmt.Sprintf("client %s of %s registered as %s (scope %s); its tokens need %s in their scope claim",
+			c.ClientID, c.Issuer, c.ID, sc, pipeline.TokenScopeValue(sc)),
+			"client", c.ID, "client_id", c.ClientID, "issuer", c.Issuer, "scope", string(sc))
 		return nil
-	case "list":
-		return listCmd(ctx, a, "client list", args[1:], (*sqldb.DB).TokenClients,
-			"ID\tISSUER\tCLIENT ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED", func(c pipeline.TokenClient) []string {
-				return []string{c.ID, c.Issuer, c.ClientID, string(c.Scope), orDash(c.PortfolioID), orDash(c.Label),
-					c.CreatedAt.Format(time.RFC3339), timeOrDash(c.RevokedAt)}
-			})
-	case "revoke":
-		fs := newFlagSet("client revoke", a.stderr)
-		issuer := fs.String("issuer", "", "URL of the client's issuer (required)")
-		clientID := fs.String("client-id", "", "the client id (required)")
-		pos, err := parseInterspersed(fs, args[1:])
-		if err != nil {
-			return err
+	}
+}
+
+func cmdClientList(a *app, fs *flag.FlagSet) action {
+	return listCmd(a, fs, (*sqldb.DB).TokenClients,
+		"ID\tISSUER\tCLIENT ID\tSCOPE\tPORTFOLIO\tLABEL\tCREATED\tREVOKED", func(c pipeline.TokenClient) []string {
+			return []string{c.ID, c.Issuer, c.ClientID, string(c.Scope), orDash(c.PortfolioID), orDash(c.Label),
+				c.CreatedAt.Format(time.RFC3339), timeOrDash(c.RevokedAt)}
+		})
+}
+
+func cmdClientRevoke(a *app, fs *flag.FlagSet) action {
+	issuer := fs.String("issuer", "", "URL of the client's issuer (required)")
+	clientID := fs.String("client-id", "", "the client id (required)")
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 0 {
+			return usagef("unexpected argument %q", pos[0])
 		}
-		if len(pos) != 0 || *issuer == "" || *clientID == "" {
-			return usagef("client revoke: want --issuer URL --client-id ID")
+		if *issuer == "" || *clientID == "" {
+			return usagef("want --issuer URL --client-id ID")
 		}
 		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeTokenClient(ctx, *issuer, *clientID, a.now()) }); err != nil {
 			return err
 		}
-		fmt.Fprintf(a.stderr, "client %s of %s revoked\n", *clientID, *issuer)
+		a.note(fmt.Sprintf("client %s of %s revoked", *clientID, *issuer), "client_id", *clientID, "issuer", *issuer)
 		return nil
 	}
-	return usagef("client: unknown subcommand %q", args[0])
 }
 
 func timeOrDash(t *time.Time) string {
