@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run demo test test-deps bench bench-go bench-inbox bench-chain bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
+.PHONY: all build run demo test test-deps tidy-check bench bench-go bench-inbox bench-chain bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
 
 all: build
 
@@ -25,12 +25,16 @@ test-deps:
 
 # The whole suite, including the contract tests against a real PostgreSQL
 # server that the tests start on loopback.
-test: test-deps
+test: test-deps tidy-check
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 
 vet:
 	$(GO) vet ./...
+
+# Fails when `go mod tidy` would change go.mod or go.sum, and shows how.
+tidy-check:
+	$(GO) mod tidy -diff
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
