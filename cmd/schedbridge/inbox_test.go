@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,8 +117,15 @@ func TestInboxPutAndScan(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "meter.csv")
 	writeCSV(t, file, 200, 0)
 	out, errOut := in.cli(0, "inbox", "put", file, "--portfolio", "p1", "--kind", "metered-data")
-	if out != "inbox/p1/metered-data/meter.csv\n" || !strings.Contains(errOut, "100.0%") || !strings.Contains(errOut, "done") {
+	// stderr is no terminal here: the progress is log records, the last
+	// one of the whole file.
+	if out != "inbox/p1/metered-data/meter.csv\n" || !strings.Contains(errOut, `"msg":"progress","task":"upload meter.csv"`) ||
+		!regexp.MustCompile(`"done":(\d+),"total":(\d+),[^\n]*"unit":"bytes"`).MatchString(errOut) ||
+		!strings.Contains(errOut, `"msg":"uploaded inbox/p1/metered-data/meter.csv`) {
 		t.Errorf("put: stdout %q stderr %q", out, errOut)
+	}
+	if all := regexp.MustCompile(`"done":(\d+),"total":(\d+)`).FindAllStringSubmatch(errOut, -1); len(all) == 0 || all[len(all)-1][1] != all[len(all)-1][2] {
+		t.Errorf("the last progress record is not of the whole file: %s", errOut)
 	}
 	if _, errOut := in.cli(2, "inbox", "put", file, "--portfolio", "p1", "--kind", "weather"); !strings.Contains(errOut, "kind") {
 		t.Errorf("bad kind: %q", errOut)

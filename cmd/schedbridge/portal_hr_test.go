@@ -225,12 +225,17 @@ func TestPortalHRProgress(t *testing.T) {
 		fmt.Fprintf(&emps, "P%d,Name %d,p%d@example.de\n", i, i, i)
 		fmt.Fprintf(&comps, "P%d,Basis,%d.50,monatlich,sichtbar\n", i, i)
 	}
+	// stderr is no terminal here: the progress is log records, the first
+	// row's and the last one's at least.
 	_, errOut := in.cli(0, "portal", "employee", "import", writeHRFile(t, "e.csv", emps.String()))
-	if !strings.Contains(errOut, "portal employee import: 1000 of 1200 rows\n") || !strings.Contains(errOut, "1200 rows, 1200 employees created, 0 updated") {
+	if !strings.Contains(errOut, `"msg":"progress","task":"portal employee import","done":1,"total":1200`) ||
+		!strings.Contains(errOut, `"msg":"progress","task":"portal employee import","done":1200,"total":1200`) ||
+		!strings.Contains(errOut, "1200 rows, 1200 employees created, 0 updated") {
 		t.Errorf("employee import: %s", errOut)
 	}
 	_, errOut = in.cli(0, "portal", "compensation", "import", writeHRFile(t, "c.csv", comps.String()))
-	if !strings.Contains(errOut, "portal compensation import: 1000 of 1200 rows\n") || !strings.Contains(errOut, "1200 compensation sets created") {
+	if !strings.Contains(errOut, `"msg":"progress","task":"portal compensation import","done":1200,"total":1200`) ||
+		!strings.Contains(errOut, "1200 compensation sets created") {
 		t.Errorf("compensation import: %s", errOut)
 	}
 	_, got := in.hrEmployees()
