@@ -387,7 +387,7 @@ func runIO(ctx context.Context, args []string, stdout, stderr io.Writer, termina
 	}
 	cfg, err := loadConfig(configPath, getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "schedbridge:", err)
+		fmt.Fprintln(stderr, "schedbridge:", oneLine(err))
 		return 2
 	}
 	a.cfg = cfg
@@ -396,6 +396,24 @@ func runIO(ctx context.Context, args []string, stdout, stderr io.Writer, termina
 		return a.fail(err)
 	}
 	return 0
+}
+
+// oneLine joins the lines of an error message, such as the YAML decoder's
+// list of problems, so that a refusal stays one line.
+func oneLine(err error) string {
+	var b strings.Builder
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		if s := b.String(); s != "" && strings.HasSuffix(s, ":") {
+			b.WriteString(" ")
+		} else if s != "" {
+			b.WriteString("; ")
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // helpFlags declares a leaf's flags on a flag set that is only read for

@@ -184,7 +184,7 @@ func TestConfigRefused(t *testing.T) {
 				args = append(args, "--config", path)
 			}
 			code, out, errOut := runCLI(t, func(k string) string { return env[k] }, args...)
-			if code != 2 || out != "" || !strings.Contains(errOut, err.Error()) {
+			if code != 2 || out != "" || errOut != "schedbridge: "+oneLine(err)+"\n" {
 				t.Errorf("migrate: exit %d, stderr %q", code, errOut)
 			}
 			if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -258,5 +258,12 @@ func TestConfigCommand(t *testing.T) {
 	code, second, errOut := runCLI(t, func(string) string { return "" }, "--config", path, "config")
 	if code != 0 || second != first {
 		t.Errorf("loaded back: exit %d %s\n%s\n--- printed first:\n%s", code, errOut, second, first)
+	}
+}
+
+// TestExampleConfig: the example configuration of deploy/ passes the checks.
+func TestExampleConfig(t *testing.T) {
+	if _, err := loadConfig("../../deploy/schedbridge.example.yaml", func(string) string { return "" }); err != nil {
+		t.Fatal(err)
 	}
 }
