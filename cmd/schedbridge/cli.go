@@ -105,7 +105,7 @@ func commandTree() *command {
 		}},
 		{name: "portal", summary: "HR loads the employees' portal (see docs/portal-hr.md)", subs: []*command{
 			{name: "employee", summary: "employee records", subs: []*command{
-				{name: "put", args: "ID --name N --email E [--department D] [--position P] [--entry-date D] [--state BE] [--weekly-hours H] [--leave-days N] [--sso-subject S] [--magic-link] [--roles R,...] [--component NAME=EUR:INTERVAL[:VISIBILITY] ...]",
+				{name: "put", args: "ID --name N --email E [--roles R,...] [--component NAME=EUR:INTERVAL[:VISIBILITY] ...] [FLAGS]",
 					summary: "create or update an employee (and replace the compensation when --component is given)", define: cmdPortalEmployeePut},
 				{name: "import", args: "FILE.csv", summary: "load an employees file", define: cmdPortalEmployeeImport},
 				{name: "list", args: "[--json]", summary: "list the employees", define: cmdPortalEmployeeList},
@@ -264,8 +264,7 @@ func writeUsage(w io.Writer) {
 // short synopsis, or under a long one.
 func writeSynopsis(b *strings.Builder, l *command) {
 	const col = 41
-	syn := strings.TrimSpace("  " + l.path + " " + l.args)
-	syn = "  " + syn
+	syn := "  " + strings.TrimSpace(l.path+" "+l.args)
 	if len(syn) < col-1 {
 		fmt.Fprintf(b, "%-*s%s\n", col, syn, l.summary)
 		return
