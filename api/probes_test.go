@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -117,6 +118,9 @@ func TestReadyz(t *testing.T) {
 			}
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
+					var logs bytes.Buffer
+					cfg := cfg
+					cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 					srv := api.New(cfg, tc.deps())
 					if tc.drain {
 						srv.Drain()
@@ -144,6 +148,15 @@ func TestReadyz(t *testing.T) {
 					// answers and the server is not draining.
 					if h := serve(srv, (&fixture{}).request("GET", "/health", nil)); (h.code == 200) != tc.healthOK {
 						t.Errorf("health: %d %s", h.code, h.body)
+					}
+					// The orchestrator probes every few seconds: answered
+					// probes stay out of the info log, an unready answer is
+					// a warning.
+					if strings.Contains(logs.String(), "route=/livez") {
+						t.Errorf("livez logged at info:\n%s", logs.String())
+					}
+					if unready := strings.Contains(logs.String(), "route=/readyz status=503"); unready != (tc.code == 503) {
+						t.Errorf("readyz %d, logged as unready: %v\n%s", got.code, unready, logs.String())
 					}
 				})
 			}
