@@ -134,6 +134,7 @@ func TestImage(t *testing.T) {
 	})
 
 	checkImageConfig(t, image, version)
+	checkImageFiles(t, image)
 
 	// Can podman run a container here at all? The first run is the
 	// binary's help, which needs nothing but the image.
@@ -308,6 +309,61 @@ func checkImageConfig(t *testing.T, image, version string) {
 	}
 	if strings.Join(img.Config.Entrypoint, " ") != "/usr/local/bin/schedbridge" || strings.Join(img.Config.Cmd, " ") != "serve" {
 		t.Errorf("entrypoint %v cmd %v", img.Config.Entrypoint, img.Config.Cmd)
+	}
+}
+
+// checkImageFiles reads the image's file system: the binary, the CA
+// bundle, a sticky world-writable /tmp, and the data directory as the only
+// one the runtime user owns.
+func checkImageFiles(t *testing.T, image string) {
+	t.Helper()
+	out, stderr, err := tool(t, nil, "podman", "image", "mount", image)
+	if err != nil {
+		// Rootless podman mounts images only inside `podman unshare`.
+		t.Logf("podman image mount (file checks skipped): %v %s", err, stderr)
+		return
+	}
+	defer tool(t, nil, "podman", "image", "unmount", image)
+	root := strings.TrimSpace(out)
+	cases := []struct {
+		path string
+		mode os.FileMode
+		uid  uint32
+	}{
+		{"usr/local/bin/schedbridge", 0o755, 0},
+		{"etc/ssl/certs/ca-certificates.crt", 0o644, 0},
+		{"tmp", os.ModeDir | os.ModeSticky | 0o777, 0},
+		{"var/lib", os.ModeDir | 0o755, 0},
+		{"var/lib/schedbridge", os.ModeDir | 0o755, 65532},
+	}
+	for _, c := range cases {
+		fi, err := os.Stat(filepath.Join(root, c.path))
+		if err != nil {
+			t.Errorf("/%s: %v", c.path, err)
+			continue
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode() != c.mode || st.Uid != c.uid || st.Gid != c.uid {
+			t.Errorf("/%s: mode %v owner %d:%d, want %v %d:%d", c.path, fi.Mode(), st.Uid, st.Gid, c.mode, c.uid, c.uid)
+		}
+		if !fi.IsDir() && fi.Size() == 0 {
+			t.Errorf("/%s is empty", c.path)
+		}
+	}
+	// Nothing else: no shell, no package manager, no stray files of the
+	// build context.
+	var extra []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(root, p)
+			if rel != "usr/local/bin/schedbridge" && rel != "etc/ssl/certs/ca-certificates.crt" {
+				extra = append(extra, rel)
+			}
+		}
+		return nil
+	})
+	if len(extra) > 0 {
+		t.Errorf("unexpected files in the image: %v", extra)
 	}
 }
 

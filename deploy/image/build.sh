@@ -5,7 +5,7 @@
 #   deploy/image/build.sh BINARY IMAGE[:TAG]
 #
 # The build context is a staging directory holding only what the image gets
-# (the binary, the host's CA bundle and two empty directories), so neither
+# (the binary, the host's CA bundle and empty directories), so neither
 # the repository nor bin/ is sent to the builder. VERSION, REVISION and
 # CREATED (OCI labels) default to git describe, the commit and the clock.
 set -euo pipefail
@@ -35,9 +35,10 @@ cp "$binary" "$ctx/schedbridge"
 chmod 0755 "$ctx/schedbridge"
 cp "$ca" "$ctx/ca-certificates.crt"
 chmod 0644 "$ctx/ca-certificates.crt"
-mkdir -p "$ctx/rootfs/tmp" "$ctx/rootfs/var/lib/schedbridge"
+mkdir -p "$ctx/rootfs/tmp" "$ctx/rootfs/var/lib" "$ctx/data"
 chmod 1777 "$ctx/rootfs/tmp"
-chmod 0750 "$ctx/rootfs/var/lib/schedbridge"
+chmod 0755 "$ctx/rootfs/var" "$ctx/rootfs/var/lib"
+chmod 0750 "$ctx/data"
 
 buildah bud --quiet \
   --file "$root/Containerfile" \
