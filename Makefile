@@ -3,13 +3,22 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run demo test test-deps tidy-check bench bench-go bench-inbox bench-chain bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
+.PHONY: all build image run demo test test-deps tidy-check bench bench-go bench-inbox bench-chain bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/schedbridge ./cmd/schedbridge
 	$(GO) build -o $(BIN)/loadgen ./cmd/loadgen
+
+# The container image (Containerfile, docs/operations.md): the static binary,
+# stripped and without local paths, on an empty base; built with buildah,
+# which needs no daemon and no base image. IMAGE=name:tag picks the name.
+IMAGE ?= localhost/schedbridge:$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+image:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/image/schedbridge ./cmd/schedbridge
+	./deploy/image/build.sh $(BIN)/image/schedbridge $(IMAGE)
 
 # Serves on the embedded default: SQLite and files under ./var.
 run: build

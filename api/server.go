@@ -79,6 +79,11 @@ type Deps struct {
 	Staging      Staging
 	Audit        Audit
 	DB           Pinger
+	// Schema and Bucket are the readiness checks of GET /readyz beside the
+	// database's ping; a nil one makes the replica unready (503), so that a
+	// binary that forgot to wire a check cannot pass for ready.
+	Schema SchemaChecker
+	Bucket BucketLister
 	// The inbox report, the console feed and the bucket-event wake-up; nil
 	// fields leave their routes answering 503.
 	InboxFiles InboxFiles
@@ -236,6 +241,8 @@ func New(cfg Config, deps Deps) *Server {
 	})
 
 	e.GET("/health", s.health)
+	e.GET("/livez", s.livez)
+	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.json", s.openapi)
 	s.docsRoutes(e)
 	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
@@ -299,7 +306,7 @@ func (s *Server) retryAfter() string {
 func (s *Server) drain(c *gin.Context) {
 	// The portal's contract has no 503: its short requests are served to
 	// the end of the grace period like those in flight.
-	if s.draining.Load() && !portal.Owns(c.Request.URL.Path) {
+	if s.draining.Load() && !portal.Owns(c.Request.URL.Path) && !isProbe(c.Request.URL.Path) {
 		c.Header("Retry-After", s.retryAfter())
 		c.Header("Connection", "close")
 		c.AbortWithStatusJSON(http.StatusServiceUnavailable, gin.H{
@@ -364,6 +371,8 @@ func (s *Server) observe(c *gin.Context) {
 	// (499) or sent its body too slowly (408): neither is the server's fault.
 	level := slog.LevelInfo
 	switch {
+	case isProbe(route) && code < 500:
+		level = slog.LevelDebug // the orchestrator asks every few seconds; an unready answer logs its reason
 	case code == http.StatusServiceUnavailable:
 		level = slog.LevelWarn // draining or database down: expected, and reported by /health
 	case code >= 500:

@@ -222,6 +222,10 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	key, _ := in.cli(0, "key", "create", "--scope", "data", "--portfolio", "acme")
 	key = strings.TrimSpace(key)
 	srv, logs := in.serve()
+	// serve wires every readiness check: ready before the signal.
+	if code, _, body := in.do("GET", "/readyz", "", nil); code != 200 || body["status"] != "ok" {
+		t.Fatalf("readyz before SIGTERM: %d %v", code, body)
+	}
 
 	body := forecastBody("2026-11-23", 96, 2)
 	conn, err := net.Dial("tcp", in.addr)
@@ -253,6 +257,14 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	}
 	if code != 503 || hdr.Get("Retry-After") == "" {
 		t.Fatalf("during drain: %d Retry-After=%q", code, hdr.Get("Retry-After"))
+	}
+	// Unready while draining, so that the orchestrator sends no new
+	// traffic; alive, so that it does not kill the drain.
+	if code, _, body := in.do("GET", "/readyz", "", nil); code != 503 || fmt.Sprint(body["failing"]) != "[draining]" {
+		t.Errorf("readyz during drain: %d %v", code, body)
+	}
+	if code, _, _ := in.do("GET", "/livez", "", nil); code != 200 {
+		t.Errorf("livez during drain: %d", code)
 	}
 	conn.Write(body[len(body)/2:])
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)

@@ -143,3 +143,14 @@ npm_install_pinned $PORTAL_NODE_PACKAGES
 OPENAPI_NODE_PACKAGES="@redocly/cli@2.77.0 @apidevtools/swagger-parser@13.0.0 openapi-typescript@7.13.0 openapi-fetch@0.17.0 typescript@5.9.3"
 # shellcheck disable=SC2086
 npm_install_pinned $OPENAPI_NODE_PACKAGES
+
+# The image test (deploy/image_test.go): Debian's buildah builds the FROM
+# scratch image, and podman runs it with Debian's runc (crun, podman's
+# default, fails on hybrid cgroup hierarchies; see docs/operations.md).
+if ! command -v buildah >/dev/null 2>&1 || ! command -v podman >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then
+  echo "test-deps: installing buildah, podman and runc" >&2
+  apt_install buildah podman runc
+fi
+for bin in buildah podman runc; do
+  command -v "$bin" >/dev/null 2>&1 || { echo "test-deps: $bin still not found" >&2; exit 1; }
+done

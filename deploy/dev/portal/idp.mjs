@@ -3,10 +3,12 @@
 // a relying party of the customers' identity providers; this stands in for
 // them, so the tests exercise the same protocol a production IdP speaks.
 //
-// Usage: node idp.mjs [--port N] [--issuer URL] [--config FILE]
-// (or the environment variables PORT, ISSUER, IDP_CONFIG). Port 0, the
+// Usage: node idp.mjs [--port N] [--host ADDR] [--issuer URL] [--config FILE]
+// (or the environment variables PORT, IDP_HOST, ISSUER, IDP_CONFIG). Port 0, the
 // default, binds a free port chosen by the kernel, so that parallel tests
-// never race for one; the issuer defaults to http://127.0.0.1:<port>.
+// never race for one; the issuer defaults to http://127.0.0.1:<port>. The
+// host defaults to loopback; deploy/compose.yaml binds 0.0.0.0 inside its
+// container so that the published port reaches it.
 // When it serves, the process prints one line "READY <issuer>" on stdout.
 //
 // The config file is JSON:
@@ -52,6 +54,7 @@ const { default: Provider, errors } = await importPackage('oidc-provider');
 const { values: args } = parseArgs({
   options: {
     port: { type: 'string', default: process.env.PORT ?? '0' },
+    host: { type: 'string', default: process.env.IDP_HOST ?? '127.0.0.1' },
     issuer: { type: 'string', default: process.env.ISSUER ?? '' },
     config: { type: 'string', default: process.env.IDP_CONFIG ?? '' },
   },
@@ -127,7 +130,7 @@ function grantAll(grant, scopes, claims) {
 }
 
 const server = createServer();
-server.listen(Number(args.port), '127.0.0.1', () => {
+server.listen(Number(args.port), args.host, () => {
   const { port } = server.address();
   const issuer = args.issuer || `http://127.0.0.1:${port}`;
 
