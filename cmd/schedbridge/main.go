@@ -219,6 +219,7 @@ func (a *app) migrate(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
+	a.checkStored(ctx, db)
 	fmt.Fprintf(a.stderr, "database (%s) is up to date\n", db.Dialect())
 	return nil
 }
@@ -268,6 +269,10 @@ func (a *app) portfolio(ctx context.Context, args []string) error {
 			if s = strings.TrimSpace(s); s != "" {
 				p.ControlAreas = append(p.ControlAreas, pipeline.ControlArea(s))
 			}
+		}
+		// Refuse bad input before touching the database.
+		if err := p.Validate(); err != nil {
+			return err
 		}
 		db, err := a.openDB(ctx)
 		if err != nil {
@@ -409,6 +414,7 @@ func (a *app) serve(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
+	a.checkStored(ctx, db)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
