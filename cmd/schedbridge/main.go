@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/api/bearer"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -178,10 +179,12 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 		level = slog.LevelInfo
 	}
 	opts := &slog.HandlerOptions{Level: level}
+	// Lines logged with an HTTP request's context carry its id, in every
+	// package the request passes through.
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(requestid.Handler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(requestid.Handler(slog.NewJSONHandler(w, opts)))
 }
 
 // openDB opens the configured database and applies pending migrations, so
@@ -477,7 +480,7 @@ func (a *app) serve(ctx context.Context) error {
 	if a.cfg.Inbox.Enabled {
 		deps.Waker = proc
 		go func() { defer close(inboxDone); _ = proc.Run(inboxCtx) }()
-		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
+		a.log.Info("inbox running", "bucket", bucket.String(), "interval_s", a.cfg.Inbox.Interval.Seconds())
 	} else {
 		close(inboxDone)
 	}

@@ -323,7 +323,7 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 	p.m.pending.Set(float64(sum.Busy + sum.Failed + sum.Skipped))
 	if sum.Seen > 0 {
 		p.cfg.Logger.Info("inbox scan", "seen", sum.Seen, "processed", sum.Processed, "rejected", sum.Rejected,
-			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration", time.Since(start))
+			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration_s", time.Since(start).Seconds())
 	}
 	return sum, nil
 }

@@ -33,7 +33,7 @@ func TestPortfolioExchangeBalancingGroup(t *testing.T) {
 			{"11XEPEXSPOT-DE-S", ""},
 			{"11XEPEX", pipeline.Invalid},
 			{"11XEPEXSPOT-DE-X", pipeline.Invalid}, // wrong check character
-			{"", ""}, // clearing it
+			{"", ""},                               // clearing it
 			{"11XEPEXSPOT-DE2M", ""},
 		} {
 			p.ExchangeBalancingGroup = c.exchange
