@@ -25,8 +25,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/schedbridge/schedbridge/api"
-	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/api/bearer"
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
