@@ -15,8 +15,8 @@ type portfolioLister interface {
 // checkStoredPortfolios logs an error line for every EIC of a stored
 // portfolio that fails the check portfolio put applies today. Portfolios
 // stored before the check existed may hold a typo that the schedules stage
-// would only find when it builds their schedules; serve and migrate report
-// them at startup instead, so that the operator can fix them with portfolio
+// would only find when it builds their schedules; serve, migrate and the
+// runs of the schedules stage or the chain report them at startup instead, so that the operator can fix them with portfolio
 // put before the chain runs. They are reported, not refused: the other
 // portfolios and every other stage still work. It returns how many fields
 // were reported.
@@ -38,7 +38,8 @@ func checkStoredPortfolios(ctx context.Context, src portfolioLister, log *slog.L
 	return n, nil
 }
 
-// checkStored runs the startup checks of stored data for serve and migrate.
+// checkStored runs the startup checks of stored data for serve, migrate and
+// run schedules|chain.
 // A failure to read is logged, not fatal: the checks report, they do not
 // guard.
 func (a *app) checkStored(ctx context.Context, src portfolioLister) {

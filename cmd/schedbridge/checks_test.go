@@ -141,6 +141,14 @@ func TestPortfolioEICAtTheDoor(t *testing.T) {
 	}
 	_, errOut = in.cli(0, "migrate")
 	check("migrate", errOut)
+	// The schedules stage has nothing to build on here and fails; the
+	// portfolio is reported before it.
+	_, errOut = in.cli(1, "run", "schedules")
+	check("run schedules", errOut)
+	_, errOut = in.cli(0, "portfolio", "list")
+	if strings.Contains(errOut, "invalid EIC") {
+		t.Errorf("portfolio list ran the startup check: %s", errOut)
+	}
 	cmd, logs := in.serve()
 	cmd.Process.Signal(syscall.SIGTERM)
 	cmd.Wait()

@@ -181,6 +181,11 @@ func (a *app) runCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer db.Close()
+	if stage == pipeline.StageChain || stage == pipeline.StageSchedules {
+		// Say which stored portfolio will fail the schedules before the
+		// chain spends its time on the stages before them.
+		a.checkStored(ctx, db)
+	}
 	bar := newStageProgress(a.stderr)
 	r, _, err := a.newRunner(db, bucket, nil, bar.update)
 	if err != nil {
