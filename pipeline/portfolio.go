@@ -35,7 +35,9 @@ var (
 // reader, so no portfolio may take their names.
 var ReservedInboxFolders = []string{"tso", "registry", "edifact", "mail", "prices", "zeitreihen"}
 
-// ValidEIC reports whether s has the shape of an EIC.
+// ValidEIC reports whether s has the shape of an EIC. It does not check the
+// check character, which anonymised codes in reference files get wrong: use
+// ValidateEIC where a code is sent on to a TSO.
 func ValidEIC(s string) bool { return eicPattern.MatchString(s) }
 
 // EICField is an EIC-valued field of a portfolio, named as in its JSON.

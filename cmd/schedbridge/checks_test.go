@@ -80,8 +80,8 @@ func TestCheckStoredPortfolios(t *testing.T) {
 
 // TestPortfolioEICAtTheDoor refuses a wrong check character on both EIC
 // flags of portfolio put, stores nothing, and reports a portfolio stored
-// before the check (written here directly into the database) when migrate
-// and serve start.
+// before the check (written here directly into the database) when migrate,
+// run schedules and serve start, but not on other commands.
 func TestPortfolioEICAtTheDoor(t *testing.T) {
 	in := newInstance(t, sqldb.Postgres)
 	in.env = append(in.env, "SCHEDBRIDGE_LOG_FORMAT=json")
