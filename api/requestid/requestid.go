@@ -74,7 +74,9 @@ func From(ctx context.Context) string {
 // Handler wraps h so that a record logged with a context carrying an id gets
 // the attribute request_id. Wrapping a handler that Handler returned returns
 // it unchanged, so that the API and the binary can both wrap their logger
-// without writing the id twice.
+// without writing the id twice. Like every attribute of a record, the id
+// lands in the groups a logger opened with WithGroup; the loggers of this
+// project open none.
 func Handler(h slog.Handler) slog.Handler {
 	if _, ok := h.(handler); ok {
 		return h
