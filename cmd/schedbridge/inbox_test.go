@@ -140,6 +140,12 @@ func TestInboxPutAndScan(t *testing.T) {
 	if n := in.versions(); n != 200 {
 		t.Errorf("versions = %d", n)
 	}
+	// The supplier finds the result under the upload's name.
+	var latest struct{ Outcome, File string }
+	if b, err := os.ReadFile(filepath.Join(in.dataDir(), "bucket", "receipts", "p1", "metered-data", "meter.csv.json")); err != nil ||
+		json.Unmarshal(b, &latest) != nil || latest.Outcome != "processed" || latest.File != "inbox/p1/metered-data/meter.csv" {
+		t.Errorf("latest result: %+v, %v", latest, err)
+	}
 	out, _ = in.cli(0, "inbox", "scan")
 	if out != "seen 0, processed 0, rejected 0, busy 0, failed 0\n" {
 		t.Errorf("second scan: %q", out)
