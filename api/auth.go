@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/time/rate"
 
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -238,7 +239,8 @@ func (s *Server) rateLimit(c *gin.Context) {
 // submission whose transaction was rolled back because its client went away
 // before the commit (the entry keeps its id 0 then).
 func (s *Server) audit(c *gin.Context) {
-	a := &pipeline.AuditEntry{ReceivedAt: s.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath()}
+	a := &pipeline.AuditEntry{ReceivedAt: s.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath(),
+		RequestID: requestid.From(c.Request.Context())}
 	c.Set(ctxAudit, a)
 	c.Next()
 	a.StatusCode = c.Writer.Status()

@@ -380,6 +380,7 @@ type ConsoleInboxFile struct {
 	Attempts  int        `json:"attempts"`
 	Reason    string     `json:"reason,omitempty"`
 	Receipt   string     `json:"receipt,omitempty"` // key of the receipt or errors document
+	Latest    string     `json:"latest,omitempty"`  // key of the newest result under the file's name
 	Errors    *int       `json:"error_count,omitempty"`
 	Modified  *time.Time `json:"modified,omitempty"`
 	ClaimedAt *time.Time `json:"claimed_at,omitempty"`
@@ -395,7 +396,7 @@ func consoleInboxFile(f pipeline.InboxFile) ConsoleInboxFile {
 		state = "processing"
 	}
 	return ConsoleInboxFile{ID: f.ID, File: f.Key, Portfolio: f.PortfolioID, Kind: f.Kind, Name: f.Name, Size: f.Size,
-		State: state, Attempts: f.Attempts, Reason: f.Reason, Receipt: r.Document, Errors: r.ErrorCount,
+		State: state, Attempts: f.Attempts, Reason: f.Reason, Receipt: r.Document, Latest: r.Latest, Errors: r.ErrorCount,
 		ClaimedAt: &claimed, Finished: f.FinishedAt, RetriedAt: f.RetriedAt}
 }
 

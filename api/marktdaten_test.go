@@ -20,7 +20,7 @@ func withMarktdaten(t *testing.T, f *fixture) {
 	t.Helper()
 	clock := func() time.Time { return now }
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	md := jobs.NewMarktdaten(f.db, jobs.MarktdatenConfig{Now: clock, Logger: quiet, DefaultContracts: []string{"11XACME-ENERGIE1"}})
+	md := jobs.NewMarktdaten(f.db, jobs.MarktdatenConfig{Now: clock, Logger: quiet, DefaultContracts: []string{"11XACME-ENERGIEZ"}})
 	r := jobs.New(f.db, nil, f.bucket, jobs.Config{Now: clock, Logger: quiet})
 	f.srv = api.New(api.Config{Now: clock, Logger: quiet},
 		api.Deps{Keys: f.db, Portfolios: f.db, Staging: f.db, Audit: f.db, DB: f.db, Events: f.db, Marktdaten: md, Calculator: r})

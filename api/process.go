@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -87,16 +88,19 @@ type PendingFile struct {
 // themselves are in the errors document next to the file).
 type InboxFileRow struct {
 	pipeline.InboxFile
-	Receipt    json.RawMessage `json:"receipt,omitempty"`
-	Document   string          `json:"document,omitempty"`
-	ErrorCount *int            `json:"error_count,omitempty"`
+	Receipt  json.RawMessage `json:"receipt,omitempty"`
+	Document string          `json:"document,omitempty"`
+	// Latest is the key of the newest result of uploads under the file's
+	// key (inbox.LatestKey), which a supplier finds from the name alone.
+	Latest     string `json:"latest,omitempty"`
+	ErrorCount *int   `json:"error_count,omitempty"`
 }
 
 func inboxRow(f pipeline.InboxFile) InboxFileRow {
 	r := InboxFileRow{InboxFile: f}
 	switch f.State {
 	case pipeline.InboxStaged, pipeline.InboxProcessed:
-		r.Receipt, r.Document = f.Result, f.DestKey+".receipt.json"
+		r.Receipt, r.Document, r.Latest = f.Result, f.DestKey+".receipt.json", inbox.LatestKey(f.Key)
 	case pipeline.InboxRejecting, pipeline.InboxRejected:
 		var doc struct {
 			ErrorCount int `json:"error_count"`
@@ -104,7 +108,7 @@ func inboxRow(f pipeline.InboxFile) InboxFileRow {
 		if json.Unmarshal(f.Result, &doc) == nil {
 			r.ErrorCount = &doc.ErrorCount
 		}
-		r.Document = f.DestKey + ".errors.json"
+		r.Document, r.Latest = f.DestKey+".errors.json", inbox.LatestKey(f.Key)
 	}
 	return r
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/api/bearer"
 	"github.com/schedbridge/schedbridge/api/portal"
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -196,7 +197,10 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, now: cfg.Now, limiters: map[string]*rate.Limiter{}}
+	// Every line logged with a request's context carries its id, whoever
+	// wired the logger.
+	logger := slog.New(requestid.Handler(cfg.Logger.Handler()))
+	s := &Server{cfg: cfg, deps: deps, log: logger, now: cfg.Now, limiters: map[string]*rate.Limiter{}}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedbridge_http_requests_total", Help: "HTTP requests by method, route and status code.",
 	}, []string{"method", "route", "code"})
@@ -222,7 +226,7 @@ func New(cfg Config, deps Deps) *Server {
 	// is an unknown path, 404 with the body of its owner.
 	e.RedirectTrailingSlash = false
 	e.RedirectFixedPath = false
-	e.Use(s.writeDeadline, s.recoverer, s.observe, s.drain)
+	e.Use(s.requestID, s.writeDeadline, s.recoverer, s.observe, s.drain)
 	// The portal has its own error body and allows no 405: an unknown
 	// method on a portal path is as unknown as the path.
 	e.NoRoute(func(c *gin.Context) {
@@ -342,6 +346,16 @@ func (s *Server) recoverer(c *gin.Context) {
 	c.Next()
 }
 
+// requestID names the request (see package requestid) before anything else
+// runs, so that every answer, the portal's and the 404s included, carries the
+// X-Request-ID header and every line logged for the request carries its id.
+func (s *Server) requestID(c *gin.Context) {
+	id := requestid.Of(c.GetHeader(requestid.Header))
+	c.Header(requestid.Header, id)
+	c.Request = c.Request.WithContext(requestid.With(c.Request.Context(), id))
+	c.Next()
+}
+
 // observe logs and measures every request. It logs the route pattern and the
 // key id, never the key, the query string or the body.
 func (s *Server) observe(c *gin.Context) {
@@ -355,10 +369,14 @@ func (s *Server) observe(c *gin.Context) {
 	}
 	code := c.Writer.Status()
 	s.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(code)).Inc()
-	s.duration.WithLabelValues(c.Request.Method, route).Observe(time.Since(start).Seconds())
+	took := time.Since(start).Seconds()
+	s.duration.WithLabelValues(c.Request.Method, route).Observe(took)
+	// Durations are logged as float seconds with the unit in the key: slog
+	// would write a time.Duration as bare nanoseconds in JSON. The request's
+	// id comes with the context (requestid.Handler).
 	attrs := []slog.Attr{
 		slog.String("method", c.Request.Method), slog.String("route", route), slog.Int("status", code),
-		slog.Duration("duration", time.Since(start)), slog.Int64("bytes_in", c.Request.ContentLength),
+		slog.Float64("duration_s", took), slog.Int64("bytes_in", c.Request.ContentLength),
 	}
 	if v, ok := c.Get(ctxPrincipal); ok {
 		if p := v.(principal); p.isClient() {

@@ -14,7 +14,7 @@ import (
 func sampleActivations() []zeitreihen.Activation {
 	bis := pipeline.NewDay(2027, 1, 1)
 	a := zeitreihen.Activation{Marktrolle: zeitreihen.RoleBKV, NetzbetreiberMPID: "9907248000001", Bilanzierungsgebiet: "11YR000000000123",
-		Bilanzkreis: "11XACME-ENERGIE1", Zeitreihentyp: zeitreihen.SLS, Aktion: zeitreihen.Aktivierung, GueltigAb: pipeline.NewDay(2026, 9, 1)}
+		Bilanzkreis: "11XACME-ENERGIEZ", Zeitreihentyp: zeitreihen.SLS, Aktion: zeitreihen.Aktivierung, GueltigAb: pipeline.NewDay(2026, 9, 1)}
 	out := make([]zeitreihen.Activation, 5)
 	for i := range out {
 		out[i] = a
@@ -60,7 +60,7 @@ func TestActivationsEmptyClears(t *testing.T) {
 func activation(t *testing.T, changes ...string) string {
 	t.Helper()
 	return object(t, `{"marktrolle":"BKV","netzbetreiber_mp_id":"9907248000001","bilanzierungsgebiet":"11YR000000000123",`+
-		`"bilanzkreis":"11XACME-ENERGIE1","zeitreihentyp":"SLS","aktion":"aktivierung","gueltig_ab":"2026-09-01"}`, changes...)
+		`"bilanzkreis":"11XACME-ENERGIEZ","zeitreihentyp":"SLS","aktion":"aktivierung","gueltig_ab":"2026-09-01"}`, changes...)
 }
 
 func activations(records ...string) string {
@@ -99,11 +99,11 @@ func TestActivationsProblems(t *testing.T) {
 			{"missing", "body.aktivierungen.0.gueltig_ab", "Field required", "", `{"gueltig_bis":"2027-01-01","referenz":"x"}`},
 		}},
 		{"every field wrong", activations(activation(t, `"marktrolle":"bkv"`, `"netzbetreiber_mp_id":9907248000001`,
-			`"bilanzierungsgebiet":"11XACME-ENERGIE1"`, `"bilanzkreis":"11YR000000000123"`, `"zeitreihentyp":"SLP"`, `"aktion":"aktiv"`,
+			`"bilanzierungsgebiet":"11XACME-ENERGIEZ"`, `"bilanzkreis":"11YR000000000123"`, `"zeitreihentyp":"SLP"`, `"aktion":"aktiv"`,
 			`"gueltig_ab":"2026-9-1"`, `"gueltig_bis":"2026-09-31"`, `"referenz":42`, `"malo":"01234567890"`)), []problem{
 			{"enum", "body.aktivierungen.0.marktrolle", "Input should be 'BKV' or 'LF'", `{"expected":"'BKV' or 'LF'"}`, `"bkv"`},
 			{"string_type", "body.aktivierungen.0.netzbetreiber_mp_id", "Input should be a valid string", "", `9907248000001`},
-			{"string_pattern_mismatch", "body.aktivierungen.0.bilanzierungsgebiet", "String should match pattern '" + yPattern + "'", `{"pattern":"` + yPattern + `"}`, `"11XACME-ENERGIE1"`},
+			{"string_pattern_mismatch", "body.aktivierungen.0.bilanzierungsgebiet", "String should match pattern '" + yPattern + "'", `{"pattern":"` + yPattern + `"}`, `"11XACME-ENERGIEZ"`},
 			{"string_pattern_mismatch", "body.aktivierungen.0.bilanzkreis", "String should match pattern '" + xPattern + "'", `{"pattern":"` + xPattern + `"}`, `"11YR000000000123"`},
 			{"enum", "body.aktivierungen.0.zeitreihentyp", "Input should be " + types, `{"expected":"` + types + `"}`, `"SLP"`},
 			{"enum", "body.aktivierungen.0.aktion", "Input should be 'aktivierung' or 'deaktivierung'", `{"expected":"'aktivierung' or 'deaktivierung'"}`, `"aktiv"`},
@@ -154,9 +154,9 @@ func TestActivationsCSVForms(t *testing.T) {
 	want := sampleActivations()[3:4]
 	tests := map[string]string{
 		"comma, BOM, CRLF, header case and order": "\ufeffGUELTIG_AB,Aktion,zeitreihentyp,bilanzkreis,Bilanzierungsgebiet,netzbetreiber_mp_id,marktrolle,gueltig_bis\r\n" +
-			"2026-11-01,aktivierung,LGS,11XACME-ENERGIE1,11YR000000000123,9907248000001,BKV,2027-01-01\r\n",
+			"2026-11-01,aktivierung,LGS,11XACME-ENERGIEZ,11YR000000000123,9907248000001,BKV,2027-01-01\r\n",
 		"quoted cells, trailing separators, blank lines": "marktrolle;netzbetreiber_mp_id;bilanzierungsgebiet;bilanzkreis;zeitreihentyp;aktion;gueltig_ab;gueltig_bis;referenz;;\n\n" +
-			`"BKV";"9907248000001";11YR000000000123;11XACME-ENERGIE1;LGS;aktivierung;2026-11-01;"2027-01-01";"";;` + "\n;;;;\n",
+			`"BKV";"9907248000001";11YR000000000123;11XACME-ENERGIEZ;LGS;aktivierung;2026-11-01;"2027-01-01";"";;` + "\n;;;;\n",
 	}
 	for name, csv := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestActivationsCSVForms(t *testing.T) {
 
 func TestActivationsCSVProblems(t *testing.T) {
 	const header = "marktrolle;netzbetreiber_mp_id;bilanzierungsgebiet;bilanzkreis;zeitreihentyp;aktion;gueltig_ab;gueltig_bis;referenz\n"
-	const good = "BKV;9907248000001;11YR000000000123;11XACME-ENERGIE1;SLS;aktivierung;2026-09-01;;\n"
+	const good = "BKV;9907248000001;11YR000000000123;11XACME-ENERGIEZ;SLS;aktivierung;2026-09-01;;\n"
 	const columns = "marktrolle, netzbetreiber_mp_id, bilanzierungsgebiet, bilanzkreis, zeitreihentyp, aktion, gueltig_ab, gueltig_bis, referenz"
 	tests := []struct {
 		name string
@@ -206,17 +206,17 @@ func TestActivationsCSVProblems(t *testing.T) {
 			{"missing", "body.line 3.gueltig_ab", "Field required", "", `{"marktrolle":"LF","netzbetreiber_mp_id":"1"}`},
 		}},
 		{"rows with problems", header + good +
-			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIE1;ZZZ;aktivierung;2026-09-01;;\n" +
-			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIE1;SLS;aktivierung;2026-09-01;2026-09-01;\n" +
+			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIEZ;ZZZ;aktivierung;2026-09-01;;\n" +
+			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIEZ;SLS;aktivierung;2026-09-01;2026-09-01;\n" +
 			"\n" +
 			good +
-			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIE1;SLS;aktivierung;2026-09-01;;;x\n" +
-			`BKV;"99072"48000001;11YR000000000123;11XACME-ENERGIE1;SLS;aktivierung;2026-09-01;;` + "\n" +
-			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIE1;SLS;aktivierung;2026-09-01;;R\xe4f\n",
+			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIEZ;SLS;aktivierung;2026-09-01;;;x\n" +
+			`BKV;"99072"48000001;11YR000000000123;11XACME-ENERGIEZ;SLS;aktivierung;2026-09-01;;` + "\n" +
+			"BKV;9907248000001;11YR000000000123;11XACME-ENERGIEZ;SLS;aktivierung;2026-09-01;;R\xe4f\n",
 			[]problem{
 				{"enum", "body.line 3.zeitreihentyp", "Input should be " + types, `{"expected":"` + types + `"}`, `"ZZZ"`},
 				{"value_error", "body.line 4", "Value error, gueltig_bis must be after gueltig_ab", `{"error":{}}`,
-					`{"marktrolle":"BKV","netzbetreiber_mp_id":"9907248000001","bilanzierungsgebiet":"11YR000000000123","bilanzkreis":"11XACME-ENERGIE1",` +
+					`{"marktrolle":"BKV","netzbetreiber_mp_id":"9907248000001","bilanzierungsgebiet":"11YR000000000123","bilanzkreis":"11XACME-ENERGIEZ",` +
 						`"zeitreihentyp":"SLS","aktion":"aktivierung","gueltig_ab":"2026-09-01","gueltig_bis":"2026-09-01"}`},
 				{"value_error", "body.line 6", "Value error, duplicate of line 2", `{"error":{}}`, ""},
 				{"csv_cell_count", "body.line 7", "line 7 has 10 cells, but the header has 9 columns", "", ""},

@@ -201,7 +201,7 @@ func (m *Mako) Sync(ctx context.Context) (rep mako.SyncReport, err error) {
 	rep.Noted = len(noted)
 	if rep.EDIFiles+rep.MailFiles+rep.IMAPMails+len(rep.Registry) > 0 {
 		m.cfg.Logger.Info("mako sync", "edifact", rep.EDIFiles, "unparseable", rep.EDIUnparsable,
-			"mail_files", rep.MailFiles, "imap_mails", rep.IMAPMails, "noted", rep.Noted, "duration", time.Since(start))
+			"mail_files", rep.MailFiles, "imap_mails", rep.IMAPMails, "noted", rep.Noted, "duration_s", time.Since(start).Seconds())
 	}
 	return rep, nil
 }

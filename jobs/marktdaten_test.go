@@ -46,7 +46,7 @@ func TestMarktdatenDrops(t *testing.T) {
 		e.put(t, jobs.ZeitreihenPrefix+"liste.csv", string(list))
 		e.put(t, jobs.ZeitreihenPrefix+"archiv/alt.json", `{"aktivierungen": []}`)
 
-		md := jobs.NewMarktdaten(e.db, jobs.MarktdatenConfig{Now: e.clock.Now, DefaultContracts: []string{"11XACME-ENERGIE1"}})
+		md := jobs.NewMarktdaten(e.db, jobs.MarktdatenConfig{Now: e.clock.Now, DefaultContracts: []string{"11XACME-ENERGIEZ"}})
 		rep, err := md.SyncDrops(ctx, e.bucket)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestMarktdatenDrops(t *testing.T) {
 		for _, role := range tree.Zeitreihen.Aktivierungen.Knoten {
 			for _, area := range role.Knoten {
 				for _, c := range area.Knoten {
-					if c.Vertrag != "11XACME-ENERGIE1" {
+					if c.Vertrag != "11XACME-ENERGIEZ" {
 						continue
 					}
 					for _, cell := range c.Zeitreihen {

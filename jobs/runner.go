@@ -278,7 +278,7 @@ func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipelin
 			return run, err
 		}
 		r.event(ctx, "stage.retry", run, map[string]any{"attempt": attempt, "next_attempt_in_s": wait.Seconds(), "error": err.Error()})
-		r.log.WarnContext(ctx, "stage failed, retrying", "stage", st, "day", day.String(), "attempt", attempt, "wait", wait, "err", err)
+		r.log.WarnContext(ctx, "stage failed, retrying", "stage", st, "day", day.String(), "attempt", attempt, "wait_s", wait.Seconds(), "err", err)
 		if err := r.cfg.Sleep(ctx, wait); err != nil {
 			return run, err
 		}
@@ -350,7 +350,7 @@ func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run,
 		out, _ = json.Marshal(outputs)
 	}
 	run, ferr := r.finish(ctx, run, err, out)
-	attrs := []any{"stage", st, "day", day.String(), "run", run.ID, "status", run.Status, "seconds", time.Since(started).Seconds()}
+	attrs := []any{"stage", st, "day", day.String(), "run", run.ID, "status", run.Status, "duration_s", time.Since(started).Seconds()}
 	if ferr != nil {
 		// The error is the run's: it goes to its log with the other lines.
 		r.log.ErrorContext(ctx, "stage finished", append(attrs, "err", ferr)...)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"time"
@@ -34,8 +35,40 @@ var (
 // reader, so no portfolio may take their names.
 var ReservedInboxFolders = []string{"tso", "registry", "edifact", "mail", "prices", "zeitreihen"}
 
-// ValidEIC reports whether s has the shape of an EIC.
+// ValidEIC reports whether s has the shape of an EIC. It does not check the
+// check character, which anonymised codes in reference files get wrong: use
+// ValidateEIC where a code is sent on to a TSO.
 func ValidEIC(s string) bool { return eicPattern.MatchString(s) }
+
+// EICField is an EIC-valued field of a portfolio, named as in its JSON.
+type EICField struct{ Name, Value string }
+
+// EICFields lists the portfolio's EIC-valued fields that are set.
+func (p Portfolio) EICFields() []EICField {
+	var out []EICField
+	for _, f := range []EICField{
+		{"balancing_group", p.BalancingGroup},
+		{"exchange_balancing_group", p.ExchangeBalancingGroup},
+	} {
+		if f.Value != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ValidateEICs checks the portfolio's balancing groups with the full EIC check
+// (type X and the check character), the check the schedules apply later, so a
+// typo is refused when the portfolio is stored rather than when its schedules
+// are built. The error names the field by its JSON name.
+func (p Portfolio) ValidateEICs() error {
+	for _, f := range p.EICFields() {
+		if err := ValidateEIC(f.Value, EICParty); err != nil {
+			return fmt.Errorf("portfolio %s: %s: %w", p.ID, f.Name, err)
+		}
+	}
+	return nil
+}
 
 // Active returns the portfolio's active set.
 func (p Portfolio) Active() AreaSet { return NewAreaSet(p.ControlAreas...) }
@@ -51,10 +84,9 @@ func (p Portfolio) Validate() error {
 		return Errorf(Invalid, "portfolio %s: name is required", p.ID)
 	case len(p.ControlAreas) == 0:
 		return Errorf(Invalid, "portfolio %s: at least one control area is required", p.ID)
-	case p.BalancingGroup != "" && !ValidEIC(p.BalancingGroup):
-		return Errorf(Invalid, "portfolio %s: balancing group %q is not a 16-character EIC", p.ID, p.BalancingGroup)
-	case p.ExchangeBalancingGroup != "" && !ValidEIC(p.ExchangeBalancingGroup):
-		return Errorf(Invalid, "portfolio %s: exchange balancing group %q is not a 16-character EIC", p.ID, p.ExchangeBalancingGroup)
+	}
+	if err := p.ValidateEICs(); err != nil {
+		return err
 	}
 	for _, a := range p.ControlAreas {
 		if _, ok := ParseControlArea(string(a)); !ok {

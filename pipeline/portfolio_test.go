@@ -21,6 +21,16 @@ func TestPortfolioValidate(t *testing.T) {
 		{"similar name is fine", func(p *Portfolio) { p.ID = "mail2" }, ""},
 		{"no name", func(p *Portfolio) { p.Name = "" }, "name is required"},
 		{"no areas", func(p *Portfolio) { p.ControlAreas = nil }, "at least one control area"},
+		{"valid balancing groups", func(p *Portfolio) {
+			p.BalancingGroup, p.ExchangeBalancingGroup = "11XACME-ENERGIEZ", "10X1001A1001A094"
+		}, ""},
+		{"balancing group check character", func(p *Portfolio) { p.BalancingGroup = "11XACME-ENERGIE1" },
+			`portfolio p1: balancing_group: EIC "11XACME-ENERGIE1": wrong check character '1', want 'Z'`},
+		{"exchange balancing group check character", func(p *Portfolio) { p.ExchangeBalancingGroup = "11XEPEXSPOT-DE-X" },
+			`portfolio p1: exchange_balancing_group: EIC "11XEPEXSPOT-DE-X": wrong check character 'X', want 'S'`},
+		{"balancing group is an area", func(p *Portfolio) { p.BalancingGroup = "10YDE-EON------1" },
+			"balancing_group: EIC \"10YDE-EON------1\": want type X"},
+		{"balancing group shape", func(p *Portfolio) { p.BalancingGroup = "ACME" }, "balancing_group: EIC \"ACME\": want 16 characters"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

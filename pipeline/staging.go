@@ -56,6 +56,9 @@ type AuditEntry struct {
 	StatusCode  int            `json:"status_code"`
 	Counts      map[string]int `json:"counts,omitempty"`
 	Detail      string         `json:"detail,omitempty"`
+	// RequestID is the request's X-Request-ID (sent by the client or
+	// generated), which its log lines carry as well.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Version describes one stored version of a staged key.

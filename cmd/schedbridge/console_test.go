@@ -1,18 +1,59 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
+
+// envValue is the instance's last setting of an environment variable, as
+// the binary reads it.
+func (in *instance) envValue(name string) string {
+	v := ""
+	for _, e := range in.env {
+		if rest, ok := strings.CutPrefix(e, name+"="); ok {
+			v = rest
+		}
+	}
+	return v
+}
+
+// drop puts a file into the instance's bucket under key as a supplier's own
+// S3 client (or a copy into the directory) would: past the checks of
+// inbox put.
+func (in *instance) drop(file, key string) {
+	in.t.Helper()
+	ctx := context.Background()
+	var b objstore.Bucket
+	var err error
+	if ep := in.envValue("SCHEDBRIDGE_S3_ENDPOINT"); ep != "" {
+		b, err = objstore.NewS3(ctx, objstore.S3Config{Endpoint: ep, Bucket: in.envValue("SCHEDBRIDGE_S3_BUCKET"),
+			AccessKey: in.envValue("SCHEDBRIDGE_S3_ACCESS_KEY"), SecretKey: in.envValue("SCHEDBRIDGE_S3_SECRET_KEY")})
+	} else {
+		b, err = objstore.NewLocal(filepath.Join(in.dataDir(), "bucket"))
+	}
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	body, err := os.ReadFile(file)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	if err := b.Put(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
+		in.t.Fatal(err)
+	}
+}
 
 // consoleInbox lists the console's inbox in a state.
 func (in *instance) consoleInbox(key, state string) (int, http.Header, []map[string]any) {
@@ -78,7 +119,9 @@ func TestConsoleInboxRetry(t *testing.T) {
 			csv := filepath.Join(t.TempDir(), "m.csv")
 			const rows = 20 // a version per market location and day
 			writeCSV(t, csv, rows, 1)
-			in.cli(0, "inbox", "put", csv, "--portfolio", "p9", "--kind", "metered-data")
+			// A supplier's own S3 client drops a file for a portfolio that
+			// does not exist yet; inbox put would refuse it.
+			in.drop(csv, "inbox/p9/metered-data/m.csv")
 			code, hdr, pending := in.consoleInbox(key, "pending")
 			if code != 200 || len(pending) != 1 || pending[0]["file"] != "inbox/p9/metered-data/m.csv" ||
 				pending[0]["portfolio"] != "p9" || pending[0]["kind"] != "metered-data" || pending[0]["size"].(float64) == 0 {

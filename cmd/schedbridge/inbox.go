@@ -16,6 +16,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
+	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -111,6 +112,18 @@ func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 			return usagef("--name must not contain '/'")
 		}
 		if _, _, err := ingest.DetectFormat(k, objName); err != nil {
+			return err
+		}
+		// The inbox would reject a file of an unknown portfolio only after the
+		// upload, and the command would have reported success; ask the database
+		// first, so that nothing is sent.
+		if err := a.withDB(ctx, func(db *sqldb.DB) error {
+			_, err := db.Portfolio(ctx, *portfolio)
+			if pipeline.KindOf(err) == pipeline.NotFound {
+				return usagef("unknown portfolio %q: create it with `schedbridge portfolio put %s` (see `schedbridge portfolio list`)", *portfolio, *portfolio)
+			}
+			return err
+		}); err != nil {
 			return err
 		}
 		f, err := os.Open(rest[0])

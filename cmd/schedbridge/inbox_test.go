@@ -130,12 +130,29 @@ func TestInboxPutAndScan(t *testing.T) {
 	if _, errOut := in.cli(2, "inbox", "put", file, "--portfolio", "p1", "--kind", "weather"); !strings.Contains(errOut, "kind") {
 		t.Errorf("bad kind: %q", errOut)
 	}
+	// An unknown portfolio is refused before a byte is sent: the scan below
+	// sees the one file above only.
+	for _, id := range []string{"nope", "tso"} {
+		out, errOut := in.cli(2, "inbox", "put", file, "--portfolio", id, "--kind", "metered-data")
+		if out != "" || !strings.Contains(errOut, `unknown portfolio "`+id+`"`) || strings.Contains(errOut, "100.0%") {
+			t.Errorf("unknown portfolio %s: stdout %q stderr %q", id, out, errOut)
+		}
+		if _, err := os.Stat(filepath.Join(in.dataDir(), "bucket", "inbox", id)); !os.IsNotExist(err) {
+			t.Errorf("unknown portfolio %s: inbox folder exists (%v)", id, err)
+		}
+	}
 	out, _ = in.cli(0, "inbox", "scan")
 	if out != "seen 1, processed 1, rejected 0, busy 0, failed 0\n" {
 		t.Errorf("scan: %q", out)
 	}
 	if n := in.versions(); n != 200 {
 		t.Errorf("versions = %d", n)
+	}
+	// The supplier finds the result under the upload's name.
+	var latest struct{ Outcome, File string }
+	if b, err := os.ReadFile(filepath.Join(in.dataDir(), "bucket", "receipts", "p1", "metered-data", "meter.csv.json")); err != nil ||
+		json.Unmarshal(b, &latest) != nil || latest.Outcome != "processed" || latest.File != "inbox/p1/metered-data/meter.csv" {
+		t.Errorf("latest result: %+v, %v", latest, err)
 	}
 	out, _ = in.cli(0, "inbox", "scan")
 	if out != "seen 0, processed 0, rejected 0, busy 0, failed 0\n" {

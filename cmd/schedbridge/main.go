@@ -25,6 +25,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/api/bearer"
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -72,10 +73,12 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.LogLevel))
 	opts := &slog.HandlerOptions{Level: level}
+	// Lines logged with an HTTP request's context carry its id, in every
+	// package the request passes through.
 	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+		return slog.New(requestid.Handler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
+	return slog.New(requestid.Handler(slog.NewJSONHandler(w, opts)))
 }
 
 // openDB opens the configured database and applies pending migrations, so
@@ -113,6 +116,7 @@ func (a *app) migrate(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
+	a.checkStored(ctx, db)
 	a.note(fmt.Sprintf("database (%s) is up to date", db.Dialect()), "dialect", string(db.Dialect()))
 	return nil
 }
@@ -131,6 +135,10 @@ func cmdPortfolioPut(a *app, fs *flag.FlagSet) action {
 			if s = strings.TrimSpace(s); s != "" {
 				p.ControlAreas = append(p.ControlAreas, pipeline.ControlArea(s))
 			}
+		}
+		// Refuse bad input before touching the database.
+		if err := p.Validate(); err != nil {
+			return err
 		}
 		db, err := a.openDB(ctx)
 		if err != nil {
@@ -271,6 +279,7 @@ func (a *app) serve(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
+	a.checkStored(ctx, db)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -335,7 +344,7 @@ func (a *app) serve(ctx context.Context) error {
 	if a.cfg.Inbox.Enabled {
 		deps.Waker = proc
 		go func() { defer close(inboxDone); _ = proc.Run(inboxCtx) }()
-		a.log.Info("inbox running", "bucket", bucket.String(), "interval", a.cfg.Inbox.Interval)
+		a.log.Info("inbox running", "bucket", bucket.String(), "interval_s", a.cfg.Inbox.Interval.Seconds())
 	} else {
 		close(inboxDone)
 	}

@@ -158,7 +158,7 @@ func TestWalkthrough(t *testing.T) {
 	for _, d := range sqltest.Backends {
 		t.Run(string(d), func(t *testing.T) {
 			in := newInstance(t, d)
-			in.cli(0, "portfolio", "put", "acme", "--name", "ACME Energie", "--control-areas", "50Hertz,TenneT", "--balancing-group", "11XACME-ENERGIE1")
+			in.cli(0, "portfolio", "put", "acme", "--name", "ACME Energie", "--control-areas", "50Hertz,TenneT", "--balancing-group", "11XACME-ENERGIEZ")
 			in.cli(2, "portfolio", "put", "bad", "--name", "x", "--control-areas", "tennet")
 			out, _ := in.cli(0, "portfolio", "list")
 			if !strings.Contains(out, "acme") || !strings.Contains(out, "50Hertz,TenneT") || strings.Contains(out, "bad") {

@@ -176,6 +176,11 @@ func cmdRun(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		defer db.Close()
+		if stage == pipeline.StageChain || stage == pipeline.StageSchedules {
+			// Say which stored portfolio will fail the schedules before the
+			// chain spends its time on the stages before them.
+			a.checkStored(ctx, db)
+		}
 		bar := a.newProgress("stage", false)
 		r, _, err := a.newRunner(db, bucket, nil, stageProgress(bar))
 		if err != nil {

@@ -131,7 +131,7 @@ func TestParseSamples(t *testing.T) {
 							{Qualifier: "VY", ID: us, CodeList: "293"}},
 						SegmentCount: 15,
 						Series: []mako.SeriesInfo{{Transaction: "UM07770001", ProcessID: "55062", Start: utc(2026, 8, 31, 22, 0),
-							Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z21", Type: "SLS"}},
+							Area: "11YR000000000123", Group: "11XACME-ENERGIEZ", Family: "Z21", Type: "SLS"}},
 					},
 					{
 						Ref: "UM2", Type: "UTILMD", Version: "D:11A:UN:S2.1", BGM: "Z07", DocumentNo: "UM-2026-0777-2",
@@ -141,7 +141,7 @@ func TestParseSamples(t *testing.T) {
 							{Qualifier: "VY", ID: us, CodeList: "293"}},
 						SegmentCount: 15,
 						Series: []mako.SeriesInfo{{Transaction: "UM07770002", ProcessID: "55063", End: utc(2026, 9, 30, 22, 0),
-							Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z21", Type: "TLS"}},
+							Area: "11YR000000000123", Group: "11XACME-ENERGIEZ", Family: "Z21", Type: "TLS"}},
 					},
 				},
 			},

@@ -16,8 +16,8 @@ func TestParseUTILMDSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]mako.SeriesInfo{
-		{{Transaction: "UM07770001", ProcessID: "55062", Start: utc(2026, 8, 31, 22, 0), Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z21", Type: "SLS"}},
-		{{Transaction: "UM07770002", ProcessID: "55063", End: utc(2026, 9, 30, 22, 0), Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z21", Type: "TLS"}},
+		{{Transaction: "UM07770001", ProcessID: "55062", Start: utc(2026, 8, 31, 22, 0), Area: "11YR000000000123", Group: "11XACME-ENERGIEZ", Family: "Z21", Type: "SLS"}},
+		{{Transaction: "UM07770002", ProcessID: "55063", End: utc(2026, 9, 30, 22, 0), Area: "11YR000000000123", Group: "11XACME-ENERGIEZ", Family: "Z21", Type: "TLS"}},
 	}
 	if len(ic.Messages) != len(want) {
 		t.Fatalf("%d messages", len(ic.Messages))
@@ -56,9 +56,9 @@ func utilmd(bodies ...string) []byte {
 }
 
 func TestParseUTILMDSeriesVariants(t *testing.T) {
-	const tx = "IDE+24+TX1'DTM+158:202612312300?+00:303'RFF+Z13:55062'CCI+Z20++11YR000000000123'CCI+Z19++11XACME-ENERGIE1'CCI+15++Z20'CAV+LGS'"
+	const tx = "IDE+24+TX1'DTM+158:202612312300?+00:303'RFF+Z13:55062'CCI+Z20++11YR000000000123'CCI+Z19++11XACME-ENERGIEZ'CCI+15++Z20'CAV+LGS'"
 	tx1 := mako.SeriesInfo{Transaction: "TX1", ProcessID: "55062", Start: utc(2026, 12, 31, 23, 0),
-		Area: "11YR000000000123", Group: "11XACME-ENERGIE1", Family: "Z20", Type: "LGS"}
+		Area: "11YR000000000123", Group: "11XACME-ENERGIEZ", Family: "Z20", Type: "LGS"}
 	tests := []struct {
 		name string
 		body string
@@ -169,7 +169,7 @@ func utilmdTransactions(n, k int) []byte {
 			"NAD+MS+9907248000001::293'NAD+MR+9900000000003::293'", i, i)
 		for j := 1; j <= k; j++ {
 			fmt.Fprintf(&b, "IDE+24+UM0777%06d'DTM+158:202608312200?+00:303'RFF+Z13:55062'SEQ+Z22'"+
-				"CCI+Z20++11YR000000000123'CCI+Z19++11XACME-ENERGIE1'CCI+15++Z21'CAV+SLS'", (i-1)*k+j)
+				"CCI+Z20++11YR000000000123'CCI+Z19++11XACME-ENERGIEZ'CCI+15++Z21'CAV+SLS'", (i-1)*k+j)
 		}
 		fmt.Fprintf(&b, "UNT+%d+UM%d'", 6+8*k, i)
 	}

@@ -34,7 +34,7 @@ func partinDoc() PartinDoc {
 }
 
 func zuordnungDoc() ZuordnungDoc {
-	return ZuordnungDoc{Envelope: envelope(), BalancingGroup: "11XACME-ENERGIE1", BalancingArea: "11YR000000000123",
+	return ZuordnungDoc{Envelope: envelope(), BalancingGroup: "11XACME-ENERGIEZ", BalancingArea: "11YR000000000123",
 		Supplier: self, SeriesTypes: []string{"SLS", "TLS", "LGS"}, ValidFrom: time.Date(2026, 9, 1, 15, 30, 0, 0, pipeline.Berlin)}
 }
 
@@ -149,7 +149,7 @@ func TestWriteZuordnungSegments(t *testing.T) {
 		"RFF+Z13:55071'",
 		"SEQ+Z22'",
 		"CCI+Z20++11YR000000000123'",
-		"CCI+Z19++11XACME-ENERGIE1'",
+		"CCI+Z19++11XACME-ENERGIEZ'",
 		"CCI+15++Z21'",
 		"CAV+SLS'",
 		"NAD+VY+9900000000003::293'",

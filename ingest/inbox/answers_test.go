@@ -127,7 +127,7 @@ const (
 	essCNF        = "20240126_TPS_FINGRID_0X1001A1001A264_002_CNF_2023-01-26T08-23-44Z.xml"
 	cimCNF        = "20241104_TPS_11X0-0000-0706-U_10XDE-EON-NETZ-C_007_CNF_2024-11-03T14-18-21Z.xml"
 	essSchedule   = "20241022_TPS_11X0-1111-0762-I_10XDE-AOE-HTCC-C_001.xml"
-	headerOnlyANO = "20261124_TPS_11XACME-ENERGIE1_10XDE-EON-NETZ-C_002_ANO_2026-11-23T15-02-00Z.xml"
+	headerOnlyANO = "20261124_TPS_11XACME-ENERGIEZ_10XDE-EON-NETZ-C_002_ANO_2026-11-23T15-02-00Z.xml"
 )
 
 // sentFor is the schedule message each answer file answers, as the
@@ -295,7 +295,7 @@ func TestTSOAnswersRejected(t *testing.T) {
 	for name, reason := range map[string]string{
 		essCNF: `the CNF answers message "1234" version 2, which this service did not send`,
 		headerOnlyANO: "the ANO names no message it answers; by its file name it answers the schedule file " +
-			"20261124_TPS_11XACME-ENERGIE1_10XDE-EON-NETZ-C_002.XML, which this service did not send",
+			"20261124_TPS_11XACME-ENERGIEZ_10XDE-EON-NETZ-C_002.XML, which this service did not send",
 		essSchedule:   "not a TSO answer (ACK, ANO or CNF in ESS or CIM XML): parse answer: root element ScheduleMessage is not an ACK, ANO or CNF",
 		"garbage.xml": "not a TSO answer (ACK, ANO or CNF in ESS or CIM XML): ",
 		"empty.xml":   "not a TSO answer (ACK, ANO or CNF in ESS or CIM XML): ",
@@ -384,7 +384,7 @@ func TestTSOAnswerCrashRecovery(t *testing.T) {
 func TestHeaderOnlyAnomalyByFileName(t *testing.T) {
 	e := newEnv(t, combos[0])
 	sent := sentFor("SB20261124-TENNET-0a1b2c3d", 2, "p1", answerDay, pipeline.TenneT)
-	sent.FileName = "20261124_TPS_11XACME-ENERGIE1_10XDE-EON-NETZ-C_002.XML"
+	sent.FileName = "20261124_TPS_11XACME-ENERGIEZ_10XDE-EON-NETZ-C_002.XML"
 	fake := newFakeAnswers(e.db, sent)
 	p := e.processor(t, "A", withAnswers(fake))
 	e.put(t, "inbox/tso/"+headerOnlyANO, answerFile(t, headerOnlyANO))

@@ -59,6 +59,9 @@ const (
 	InboxPrefix     = "inbox/"
 	ProcessedPrefix = "processed/"
 	RejectedPrefix  = "rejected/"
+	// ReceiptsPrefix holds the newest result of each upload key (see
+	// LatestKey).
+	ReceiptsPrefix = "receipts/"
 	// unknownPortfolio is the rejected/ folder of files whose key names no
 	// portfolio.
 	unknownPortfolio = "_"
@@ -71,6 +74,7 @@ type Bucket interface {
 	List(ctx context.Context, prefix, startAfter string, limit int) ([]pipeline.ObjectInfo, error)
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	Move(ctx context.Context, src, dst string) error
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	// Delete removes key; a missing key is no error. A retry uses it to
 	// finish a move back that copied the object but was interrupted
 	// before it removed the source.
@@ -323,7 +327,7 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 	p.m.pending.Set(float64(sum.Busy + sum.Failed + sum.Skipped))
 	if sum.Seen > 0 {
 		p.cfg.Logger.Info("inbox scan", "seen", sum.Seen, "processed", sum.Processed, "rejected", sum.Rejected,
-			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration", time.Since(start))
+			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration_s", time.Since(start).Seconds())
 	}
 	return sum, nil
 }
@@ -846,6 +850,9 @@ func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, 
 	if err := p.bucket.Put(ctx, docKey, bytes.NewReader(f.Result), int64(len(f.Result))); err != nil {
 		return outcomeFailed, fmt.Errorf("write %s: %w", docKey, err)
 	}
+	if err := p.writeLatest(ctx, f, docKey, out); err != nil {
+		return outcomeFailed, err
+	}
 	cur, err := p.bucket.Stat(ctx, f.Key)
 	switch {
 	case err == nil && cur.ETag == f.ETag:
@@ -883,6 +890,57 @@ func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, 
 	p.cfg.Logger.Info("inbox file "+outcomeLabel(out), "key", f.Key, "dest", f.DestKey,
 		"status", f.Status, "reason", f.Reason)
 	return out, nil
+}
+
+// LatestKey is where the newest result of the uploads under an inbox key is
+// kept: inbox/<portfolio>/<kind>/<name> gives receipts/<portfolio>/<kind>/<name>.json
+// (a TSO answer inbox/tso/<name> gives receipts/tso/<name>.json). A supplier
+// who uploads x.csv again finds the result of the newest upload there, from
+// the name alone, while the numbered documents in processed/ and rejected/
+// keep the history.
+func LatestKey(inboxKey string) string {
+	return ReceiptsPrefix + strings.TrimPrefix(inboxKey, InboxPrefix) + ".json"
+}
+
+// Latest is the document at LatestKey: the newest file's outcome, the key of
+// its numbered receipt or errors document, and that document's content.
+type Latest struct {
+	// Outcome is "processed" (Result is a Receipt, or an AnswerReceipt for
+	// a TSO answer) or "rejected" (Result is an Errors document).
+	Outcome string `json:"outcome"`
+	// ID is the file's record id; a later upload or retry has a higher one.
+	ID       int64           `json:"id"`
+	File     string          `json:"file"`
+	Document string          `json:"document"`
+	Result   json.RawMessage `json:"result"`
+}
+
+// writeLatest puts the file's result at LatestKey. finish calls it after
+// the numbered document is written, so the latest document is never newer
+// than the history; a crash before the row is closed writes both again. It
+// does not replace the document of a newer file (a higher id), which a
+// finish resumed after a restart could otherwise do.
+func (p *Processor) writeLatest(ctx context.Context, f pipeline.InboxFile, docKey string, out outcome) error {
+	key := LatestKey(f.Key)
+	if r, err := p.bucket.Get(ctx, key); err == nil {
+		var cur Latest
+		derr := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&cur)
+		r.Close()
+		if derr == nil && cur.ID > f.ID {
+			return nil
+		}
+	} else if pipeline.KindOf(err) != pipeline.NotFound {
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	doc, err := json.MarshalIndent(Latest{Outcome: outcomeLabel(out), ID: f.ID, File: f.Key, Document: docKey,
+		Result: json.RawMessage(f.Result)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := p.bucket.Put(ctx, key, bytes.NewReader(doc), int64(len(doc))); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
 }
 
 // freeKey returns key, or key with the file's id before its extension when

@@ -18,7 +18,7 @@ import (
 const (
 	dso   = "9907248000001"
 	area  = "11YR000000000123"
-	group = "11XACME-ENERGIE1"
+	group = "11XACME-ENERGIEZ"
 )
 
 func day(s string) pipeline.Day {
@@ -117,7 +117,7 @@ func TestFromInterchangeRules(t *testing.T) {
 			[]string{"message M1, transaction #1: no series type (CAV)"}},
 		{"unknown series type", "", func(m *mako.Message) { m.Series[0].Type = "XYZ" }, nil, []string{`message M1, transaction TX-M1: unknown series type "XYZ" (CAV)`}},
 		{"area and group swapped", "", func(m *mako.Message) { m.Series[0].Area, m.Series[0].Group = group, area }, nil, []string{
-			`message M1, transaction TX-M1: balancing area "11XACME-ENERGIE1" (CCI+Z20) is no EIC of type Y; balancing group "11YR000000000123" (CCI+Z19) is no EIC of type X`}},
+			`message M1, transaction TX-M1: balancing area "11XACME-ENERGIEZ" (CCI+Z20) is no EIC of type Y; balancing group "11YR000000000123" (CCI+Z19) is no EIC of type X`}},
 		{"activation without a start", "", func(m *mako.Message) { m.Series[0].Start = time.Time{} }, nil,
 			[]string{"message M1, transaction TX-M1: no start of the activation (DTM+158)"}},
 		{"activation ending on its first day", "", func(m *mako.Message) { m.Series[0].End = utc(2026, 9, 1, 10) }, nil,

@@ -26,6 +26,7 @@ type auditRow struct {
 	StatusCode  int       `bun:"status_code"`
 	Counts      *string   `bun:"counts"`
 	Detail      *string   `bun:"detail"`
+	RequestID   *string   `bun:"request_id"`
 }
 
 func nullable(s string) *string {
@@ -47,7 +48,7 @@ func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEn
 		ReceivedAt: a.ReceivedAt.UTC(), KeyID: nullable(a.KeyID), PortfolioID: nullable(a.PortfolioID),
 		Issuer: nullable(a.Issuer), ClientID: nullable(a.ClientID),
 		Endpoint: a.Endpoint, InputHash: nullable(a.InputHash), Outcome: a.Outcome,
-		StatusCode: a.StatusCode, Detail: nullable(a.Detail),
+		StatusCode: a.StatusCode, Detail: nullable(a.Detail), RequestID: nullable(a.RequestID),
 	}
 	if len(a.Counts) > 0 {
 		b, err := json.Marshal(a.Counts)
@@ -101,7 +102,7 @@ func auditEntries(rows []auditRow) ([]pipeline.AuditEntry, error) {
 			ID: r.ID, ReceivedAt: r.ReceivedAt.UTC(), KeyID: deref(r.KeyID), PortfolioID: deref(r.PortfolioID),
 			Issuer: deref(r.Issuer), ClientID: deref(r.ClientID),
 			Endpoint: r.Endpoint, InputHash: deref(r.InputHash), Outcome: r.Outcome, StatusCode: r.StatusCode,
-			Detail: deref(r.Detail),
+			Detail: deref(r.Detail), RequestID: deref(r.RequestID),
 		}
 		if r.Counts != nil {
 			if err := json.Unmarshal([]byte(*r.Counts), &out[i].Counts); err != nil {

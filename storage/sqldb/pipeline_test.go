@@ -25,15 +25,16 @@ func TestPortfolioExchangeBalancingGroup(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		p := pipeline.Portfolio{ID: "p1", Name: "One", ControlAreas: []pipeline.ControlArea{pipeline.TenneT},
-			BalancingGroup: "11XSCHEDBRIDGE-1", ExchangeBalancingGroup: "11XEPEXSPOT-DE-X"}
+			BalancingGroup: "11XSCHEDBRIDGE1W", ExchangeBalancingGroup: "11XEPEXSPOT-DE-S"}
 		for _, c := range []struct {
 			exchange string
 			kind     pipeline.ErrorKind // "" = stored
 		}{
-			{"11XEPEXSPOT-DE-X", ""},
+			{"11XEPEXSPOT-DE-S", ""},
 			{"11XEPEX", pipeline.Invalid},
-			{"", ""}, // clearing it
-			{"11XEPEXSPOT-DE-Y", ""},
+			{"11XEPEXSPOT-DE-X", pipeline.Invalid}, // wrong check character
+			{"", ""},                               // clearing it
+			{"11XEPEXSPOT-DE2M", ""},
 		} {
 			p.ExchangeBalancingGroup = c.exchange
 			_, err := db.PutPortfolio(ctx, p, t0)
@@ -47,12 +48,12 @@ func TestPortfolioExchangeBalancingGroup(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, err := db.Portfolio(ctx, "p1")
-			if err != nil || got.ExchangeBalancingGroup != c.exchange || got.BalancingGroup != "11XSCHEDBRIDGE-1" {
+			if err != nil || got.ExchangeBalancingGroup != c.exchange || got.BalancingGroup != "11XSCHEDBRIDGE1W" {
 				t.Errorf("exchange %q read back %+v, %v", c.exchange, got, err)
 			}
 		}
 		list, err := db.Portfolios(ctx)
-		if err != nil || len(list) != 1 || list[0].ExchangeBalancingGroup != "11XEPEXSPOT-DE-Y" {
+		if err != nil || len(list) != 1 || list[0].ExchangeBalancingGroup != "11XEPEXSPOT-DE2M" {
 			t.Errorf("list = %+v, %v", list, err)
 		}
 	})
@@ -1057,7 +1058,7 @@ func TestPipelineMigrationDownUp(t *testing.T) {
 				if err != nil || p.Name != "One" || p.ExchangeBalancingGroup != "" {
 					t.Fatalf("round %d: portfolio = %+v, %v", round, p, err)
 				}
-				p.ExchangeBalancingGroup = "11XEPEXSPOT-DE-X"
+				p.ExchangeBalancingGroup = "11XEPEXSPOT-DE-S"
 				if _, err := db.PutPortfolio(ctx, p, t0); err != nil {
 					t.Fatal(err)
 				}

@@ -65,7 +65,7 @@ func TestPortfolios(t *testing.T) {
 		if err != nil || !created {
 			t.Fatalf("create: %v %v", created, err)
 		}
-		p.Name, p.ControlAreas, p.BalancingGroup = "One renamed", []pipeline.ControlArea{pipeline.Amprion}, "11XSCHEDBRIDGE-1"
+		p.Name, p.ControlAreas, p.BalancingGroup = "One renamed", []pipeline.ControlArea{pipeline.Amprion}, "11XSCHEDBRIDGE1W"
 		created, err = db.PutPortfolio(ctx, p, t0.Add(time.Hour))
 		if err != nil || created {
 			t.Fatalf("update: %v %v", created, err)
@@ -75,7 +75,7 @@ func TestPortfolios(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got.Name != "One renamed" || len(got.ControlAreas) != 1 || got.ControlAreas[0] != pipeline.Amprion ||
-			got.BalancingGroup != "11XSCHEDBRIDGE-1" || !got.CreatedAt.Equal(t0) || !got.UpdatedAt.Equal(t0.Add(time.Hour)) {
+			got.BalancingGroup != "11XSCHEDBRIDGE1W" || !got.CreatedAt.Equal(t0) || !got.UpdatedAt.Equal(t0.Add(time.Hour)) {
 			t.Errorf("got %+v", got)
 		}
 		if _, err := db.Portfolio(ctx, "nope"); pipeline.KindOf(err) != pipeline.NotFound {
