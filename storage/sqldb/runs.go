@@ -35,6 +35,9 @@ type runRow struct {
 	// index holds only the keys that were given.
 	IdempotencyKey *string `bun:"idempotency_key"`
 	RequestHash    string  `bun:"request_hash"`
+	// HeartbeatAt is when the process executing the run last said it was
+	// alive (HeartbeatRuns); NULL for runs recorded before heartbeats.
+	HeartbeatAt *time.Time `bun:"heartbeat_at"`
 }
 
 func (r runRow) domain() (pipeline.Run, error) {
@@ -53,6 +56,10 @@ func (r runRow) domain() (pipeline.Run, error) {
 	if r.FinishedAt != nil {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t
+	}
+	if r.HeartbeatAt != nil {
+		t := r.HeartbeatAt.UTC()
+		out.HeartbeatAt = &t
 	}
 	if r.Outputs != nil {
 		out.Outputs = json.RawMessage(*r.Outputs)
@@ -143,8 +150,11 @@ func newRunRow(r pipeline.Run) (pipeline.Run, runRow, error) {
 	}
 	r.Status, r.FinishedAt, r.Error, r.Outputs = pipeline.RunRunning, nil, "", nil
 	r.StartedAt = r.StartedAt.UTC()
+	// A run starts alive: its first heartbeat is its start.
+	beat := r.StartedAt
+	r.HeartbeatAt = &beat
 	row := runRow{ParentID: r.ParentID, Stage: string(r.Stage), DeliveryDay: r.Day.String(), Status: string(r.Status),
-		TriggeredBy: r.Trigger, Attempt: r.Attempt, StartedAt: r.StartedAt,
+		TriggeredBy: r.Trigger, Attempt: r.Attempt, StartedAt: r.StartedAt, HeartbeatAt: &beat,
 		RetryOf: r.RetryOf, FromStage: string(r.FromStage), IdempotencyKey: nullable(r.IdempotencyKey), RequestHash: r.RequestHash}
 	return r, row, nil
 }
@@ -352,17 +362,51 @@ type runLogRow struct {
 	Attrs *string   `bun:"attrs"`
 }
 
-// FailStaleRuns marks every running run failed with reason as its error. The
-// scheduler calls it when it becomes leader: runs are executed by one
-// process at a time, so a run still marked running then belongs to a
-// process that ended before finishing it. It returns how many were marked.
-func (db *DB) FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error) {
-	res, err := db.bun.NewUpdate().Model((*runRow)(nil)).
-		Set("status = ?", string(pipeline.RunFailed)).Set("error = ?", reason).Set("finished_at = ?", now.UTC()).
-		Where("status = ?", string(pipeline.RunRunning)).Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("fail stale runs: %w", busyAsUnavailable(err))
+// HeartbeatRuns records that the process executing the runs ids is alive at
+// now. Runs that are no longer running (finished, or given up as stale by
+// FailStaleRuns) are not changed: their ids come back as gone, so that the
+// process learns that its result will not be recorded.
+func (db *DB) HeartbeatRuns(ctx context.Context, ids []int64, now time.Time) (gone []int64, err error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	var alive []int64
+	err = db.bun.NewUpdate().Model((*runRow)(nil)).Set("heartbeat_at = ?", now.UTC()).
+		Where("id IN (?)", bun.In(ids)).Where("status = ?", string(pipeline.RunRunning)).
+		Returning("id").Scan(ctx, &alive)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("heartbeat of runs %v: %w", ids, busyAsUnavailable(err))
+	}
+	for _, id := range ids {
+		if !slices.Contains(alive, id) {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
+}
+
+// FailStaleRuns marks the running runs whose heartbeat is older than
+// staleAfter at now failed, with reason as their error, and returns their
+// ids. The process executing a run refreshes its heartbeat every few
+// seconds (HeartbeatRuns), so a stale one belongs to a process that ended
+// or hung before it finished; a run recorded before heartbeats existed
+// counts from its start. The scheduler's leader calls it periodically.
+// Runs that other processes are alive to execute, such as a stage run on
+// the command line or one a console started on another replica, are left
+// alone. staleAfter must be positive.
+func (db *DB) FailStaleRuns(ctx context.Context, now time.Time, staleAfter time.Duration, reason string) ([]int64, error) {
+	if staleAfter <= 0 {
+		return nil, pipeline.Errorf(pipeline.Invalid, "fail stale runs: the staleness threshold must be positive, got %s", staleAfter)
+	}
+	var ids []int64
+	err := db.bun.NewUpdate().Model((*runRow)(nil)).
+		Set("status = ?", string(pipeline.RunFailed)).Set("error = ?", reason).Set("finished_at = ?", now.UTC()).
+		Where("status = ?", string(pipeline.RunRunning)).
+		Where("COALESCE(heartbeat_at, started_at) < ?", now.Add(-staleAfter).UTC()).
+		Returning("id").Scan(ctx, &ids)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("fail stale runs: %w", busyAsUnavailable(err))
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

@@ -492,3 +492,121 @@ func TestConsoleRunsMigrationDownUp(t *testing.T) {
 		})
 	}
 }
+
+// TestRunHeartbeat: FailStaleRuns fails only the running runs whose
+// heartbeat is older than the threshold, so that a run another process is
+// alive to execute survives a new leader; a run recorded before heartbeats
+// counts from its start; a heartbeat on a run that is no longer running
+// changes nothing and reports it gone.
+func TestRunHeartbeat(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		const stale = 30 * time.Second
+		now := t0.Add(time.Hour)
+		create := func(started time.Time) pipeline.Run {
+			t.Helper()
+			r, err := db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Trigger: "cli", StartedAt: started})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.HeartbeatAt == nil || !r.HeartbeatAt.Equal(started) {
+				t.Fatalf("created run's heartbeat = %v, want its start %v", r.HeartbeatAt, started)
+			}
+			return r
+		}
+		cases := []struct {
+			name    string
+			started time.Time
+			beat    *time.Time // nil: no heartbeat after the start
+			legacy  bool       // recorded before heartbeats: heartbeat_at is NULL
+			finish  bool
+			failed  bool
+		}{
+			{name: "fresh start", started: now.Add(-10 * time.Second)},
+			{name: "old start, fresh beat", started: now.Add(-time.Hour), beat: ptr(now.Add(-5 * time.Second))},
+			{name: "beat at the threshold", started: now.Add(-time.Hour), beat: ptr(now.Add(-stale))},
+			{name: "beat just past the threshold", started: now.Add(-time.Hour), beat: ptr(now.Add(-stale - time.Millisecond)), failed: true},
+			{name: "no beat since an old start", started: now.Add(-time.Hour), failed: true},
+			{name: "legacy, old start", started: now.Add(-time.Hour), legacy: true, failed: true},
+			{name: "legacy, recent start", started: now.Add(-time.Second), legacy: true},
+			{name: "finished long ago", started: now.Add(-time.Hour), finish: true},
+		}
+		runs := make([]pipeline.Run, len(cases))
+		var wantFailed []int64
+		for i, c := range cases {
+			runs[i] = create(c.started)
+			if c.beat != nil {
+				gone, err := db.HeartbeatRuns(ctx, []int64{runs[i].ID}, *c.beat)
+				if err != nil || len(gone) != 0 {
+					t.Fatalf("%s: heartbeat = %v, %v", c.name, gone, err)
+				}
+			}
+			if c.legacy {
+				if err := sqldb.Exec(ctx, db, "UPDATE runs SET heartbeat_at = NULL WHERE id = ?", runs[i].ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.finish {
+				if err := db.FinishRun(ctx, runs[i].ID, pipeline.RunSucceeded, "", nil, c.started.Add(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.failed {
+				wantFailed = append(wantFailed, runs[i].ID)
+			}
+		}
+		if _, err := db.FailStaleRuns(ctx, now, 0, "x"); pipeline.KindOf(err) != pipeline.Invalid {
+			t.Errorf("no threshold: %v, want invalid", err)
+		}
+		failed, err := db.FailStaleRuns(ctx, now, stale, "the process running it stopped its heartbeat")
+		if err != nil || !slices.Equal(failed, wantFailed) {
+			t.Fatalf("failed %v, %v; want %v", failed, err, wantFailed)
+		}
+		for i, c := range cases {
+			got, err := db.Run(ctx, runs[i].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.failed:
+				if got.Status != pipeline.RunFailed || got.Error != "the process running it stopped its heartbeat" || !got.FinishedAt.Equal(now) {
+					t.Errorf("%s: %+v, want failed as stale", c.name, got)
+				}
+			case c.finish:
+				if got.Status != pipeline.RunSucceeded {
+					t.Errorf("%s: %+v, want it left succeeded", c.name, got)
+				}
+			default:
+				if got.Status != pipeline.RunRunning || got.FinishedAt != nil {
+					t.Errorf("%s: %+v, want it still running", c.name, got)
+				}
+			}
+			if c.beat != nil && (got.HeartbeatAt == nil || !got.HeartbeatAt.Equal(*c.beat)) {
+				t.Errorf("%s: heartbeat read back %v, want %v", c.name, got.HeartbeatAt, *c.beat)
+			}
+		}
+		// One heartbeat for all the runs a process executes: the failed and
+		// the finished ones come back gone and keep their records.
+		all := runIDs(runs)
+		later := now.Add(time.Second)
+		gone, err := db.HeartbeatRuns(ctx, all, later)
+		wantGone := append(slices.Clone(wantFailed), runs[len(runs)-1].ID)
+		slices.Sort(gone)
+		slices.Sort(wantGone)
+		if err != nil || !slices.Equal(gone, wantGone) {
+			t.Errorf("gone = %v, %v; want %v", gone, err, wantGone)
+		}
+		for i, c := range cases {
+			got, _ := db.Run(ctx, runs[i].ID)
+			alive := !c.failed && !c.finish
+			if alive != (got.HeartbeatAt != nil && got.HeartbeatAt.Equal(later)) {
+				t.Errorf("%s: heartbeat %v after the batch (alive %v)", c.name, got.HeartbeatAt, alive)
+			}
+		}
+		if gone, err := db.HeartbeatRuns(ctx, nil, later); err != nil || gone != nil {
+			t.Errorf("empty heartbeat = %v, %v", gone, err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
