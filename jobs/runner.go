@@ -43,7 +43,8 @@ type Store interface {
 	FinishRun(ctx context.Context, id int64, status pipeline.RunStatus, errText string, outputs json.RawMessage, now time.Time) error
 	Runs(ctx context.Context, q pipeline.RunQuery) ([]pipeline.Run, error)
 	Run(ctx context.Context, id int64) (pipeline.Run, error)
-	FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error)
+	HeartbeatRuns(ctx context.Context, ids []int64, now time.Time) (gone []int64, err error)
+	FailStaleRuns(ctx context.Context, now time.Time, staleAfter time.Duration, reason string) ([]int64, error)
 	AppendRunLog(ctx context.Context, line pipeline.RunLogLine) error
 
 	CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error)
@@ -105,6 +106,13 @@ type Config struct {
 	Progress func(stage pipeline.Stage, done, total int64)
 	// Sleep waits between retries; tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Heartbeat is how often the runner refreshes the heartbeat of each run
+	// it executes (default DefaultHeartbeat), so that the scheduler's leader
+	// fails only runs whose process is gone (SchedulerConfig.StaleAfter,
+	// which must be longer).
+	Heartbeat time.Duration
+	// Tick drives the heartbeat (default time.NewTicker); tests replace it.
+	Tick TickFunc
 }
 
 // Runner executes stages and chains. It runs one stage at a time per
@@ -128,6 +136,13 @@ type Runner struct {
 	bgMu    sync.Mutex
 	closed  bool
 	running sync.WaitGroup
+
+	// live are the runs this runner has recorded and not yet finished,
+	// whose heartbeat it refreshes; beatStop ends the goroutine that does,
+	// nil while none runs. Both are guarded by liveMu.
+	liveMu   sync.Mutex
+	live     map[int64]bool
+	beatStop chan struct{}
 }
 
 // runLock is the runner's one-run-at-a-time lock. It is a channel rather
@@ -199,7 +214,13 @@ func New(store Store, lk Lake, outbox Outbox, cfg Config) *Runner {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	r := &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, m: newMetrics(), mu: make(runLock, 1)}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Tick == nil {
+		cfg.Tick = wallTicker
+	}
+	r := &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, m: newMetrics(), mu: make(runLock, 1), live: map[int64]bool{}}
 	r.log = slog.New(&runLogHandler{next: cfg.Logger.Handler(), rec: &runLogRecorder{store: store, now: cfg.Now, log: cfg.Logger}})
 	r.bg, r.stop = context.WithCancelCause(context.Background())
 	return r
@@ -235,6 +256,7 @@ func (r *Runner) Orchestrate(ctx context.Context, day pipeline.Day, trigger stri
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("orchestrate %s: %w", day, err)
 	}
+	r.track(chain.ID)
 	return r.runChain(ctx, chain)
 }
 
@@ -325,6 +347,7 @@ func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.D
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("stage %s %s: record run: %w", st, day, err)
 	}
+	r.track(run.ID)
 	return r.execStage(ctx, run)
 }
 
@@ -382,6 +405,9 @@ func (r *Runner) finish(ctx context.Context, run pipeline.Run, stageErr error, o
 	if err := r.store.FinishRun(wctx, run.ID, run.Status, run.Error, out, now); err != nil && stageErr == nil {
 		stageErr = fmt.Errorf("record run %d: %w", run.ID, err)
 	}
+	// The record is final (or a leader failed it as stale before): it needs
+	// no more heartbeats.
+	r.untrack(run.ID)
 	r.observe(run)
 	kind := "run.succeeded"
 	if run.Status == pipeline.RunFailed {

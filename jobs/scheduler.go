@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/robfig/cron/v3"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -50,17 +51,34 @@ type SchedulerConfig struct {
 	SweepSpec string
 	SweepAge  time.Duration
 	// Specs overrides DefaultSpecs per stage (standard 5-field cron
-	// expressions in Europe/Berlin time); "-" switches a stage's cron off.
+	// expressions in Europe/Berlin time, with an optional leading seconds
+	// field); "-" switches a stage's cron off.
 	Specs map[pipeline.Stage]string
 	// KalkulationDays is how many past days the kalkulation cron
 	// calculates again each morning, yesterday included (default 3), so
 	// that metered data arriving a day or two late are taken in.
 	KalkulationDays int
-	// LeaderPoll is how often a follower tries to become leader (default 15 s).
+	// LeaderPoll is how often a follower tries to become leader (default
+	// DefaultLeaderPoll). It bounds the takeover after a leader's process
+	// died: its lock goes with its database session, and a follower takes
+	// it at its next try.
 	LeaderPoll time.Duration
-	Now        func() time.Time
-	Logger     *slog.Logger
+	// StaleAfter is how old the heartbeat of a running run may get before
+	// the leader fails the run as abandoned by its process (default
+	// DefaultStaleAfter). It must be longer than the runner's Heartbeat on
+	// every process that executes runs on this database.
+	StaleAfter time.Duration
+	// StaleCheck is how often the leader looks for stale runs (default the
+	// runner's Heartbeat), besides once when it becomes leader.
+	StaleCheck time.Duration
+	// Tick drives the check for stale runs (default the runner's).
+	Tick   TickFunc
+	Now    func() time.Time
+	Logger *slog.Logger
 }
+
+// DefaultLeaderPoll is how often a follower tries to become the leader.
+const DefaultLeaderPoll = 15 * time.Second
 
 // Scheduler fires the stages on cron for the next delivery day.
 type Scheduler struct {
@@ -69,7 +87,15 @@ type Scheduler struct {
 	cfg    SchedulerConfig
 	specs  map[pipeline.Stage]cron.Schedule
 	log    *slog.Logger
+	// leading is 1 while this process is the leader, for operators to see
+	// which replica runs the scheduler.
+	leading prometheus.Gauge
 }
+
+// cronParser reads the standard 5-field cron expressions, descriptors such
+// as @hourly, and an optional leading seconds field ("*/5 * * * * *"), which
+// lets a test or a staging system fire a cheap stage every few seconds.
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // ParseSpecs checks the stage cron expressions and fills in the defaults.
 func ParseSpecs(overrides map[pipeline.Stage]string) (map[pipeline.Stage]cron.Schedule, error) {
@@ -82,7 +108,7 @@ func ParseSpecs(overrides map[pipeline.Stage]string) (map[pipeline.Stage]cron.Sc
 		if spec == "-" {
 			continue
 		}
-		s, err := cron.ParseStandard(spec)
+		s, err := cronParser.Parse(spec)
 		if err != nil {
 			return nil, pipeline.Errorf(pipeline.Invalid, "cron spec of stage %s %q: %v", st, spec, err)
 		}
@@ -108,14 +134,27 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 	if cfg.SweepAge <= 0 {
 		cfg.SweepAge = 7 * 24 * time.Hour
 	}
-	if _, err := cron.ParseStandard(cfg.SweepSpec); err != nil {
+	if _, err := cronParser.Parse(cfg.SweepSpec); err != nil {
 		return nil, pipeline.Errorf(pipeline.Invalid, "cron spec of the lake sweep %q: %v", cfg.SweepSpec, err)
 	}
 	if cfg.KalkulationDays <= 0 {
 		cfg.KalkulationDays = 3
 	}
 	if cfg.LeaderPoll <= 0 {
-		cfg.LeaderPoll = 15 * time.Second
+		cfg.LeaderPoll = DefaultLeaderPoll
+	}
+	if cfg.StaleAfter <= 0 {
+		cfg.StaleAfter = DefaultStaleAfter
+	}
+	if cfg.StaleAfter <= r.cfg.Heartbeat {
+		return nil, pipeline.Errorf(pipeline.Invalid, "the staleness threshold of runs (%s) must be longer than their heartbeat (%s), "+
+			"or the leader fails runs that are alive", cfg.StaleAfter, r.cfg.Heartbeat)
+	}
+	if cfg.StaleCheck <= 0 {
+		cfg.StaleCheck = r.cfg.Heartbeat
+	}
+	if cfg.Tick == nil {
+		cfg.Tick = r.cfg.Tick
 	}
 	if cfg.Now == nil {
 		cfg.Now = r.cfg.Now
@@ -123,7 +162,14 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 	if cfg.Logger == nil {
 		cfg.Logger = r.log
 	}
-	return &Scheduler{runner: r, leader: leader, cfg: cfg, specs: specs, log: cfg.Logger}, nil
+	leading := prometheus.NewGauge(prometheus.GaugeOpts{Name: "schedbridge_scheduler_leader",
+		Help: "1 while this process is the scheduler's leader (fires the cron stages and fails stale runs), else 0."})
+	return &Scheduler{runner: r, leader: leader, cfg: cfg, specs: specs, log: cfg.Logger, leading: leading}, nil
+}
+
+// Register adds the scheduler's leader gauge to reg.
+func (s *Scheduler) Register(reg prometheus.Registerer) error {
+	return reg.Register(s.leading)
 }
 
 // NextRuns tells when each stage fires next after t, for logs and the docs.
@@ -167,13 +213,27 @@ func (s *Scheduler) Run(ctx context.Context) error {
 // lead runs the cron while this process is the leader, that is until ctx
 // (the leadership's context) ends.
 func (s *Scheduler) lead(ctx context.Context) error {
-	n, err := s.runner.store.FailStaleRuns(ctx, s.cfg.Now(), "the process running it ended before it finished")
-	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
-	}
-	if n > 0 {
-		s.log.WarnContext(ctx, "marked runs of a dead process as failed", "runs", n)
-	}
+	s.leading.Set(1)
+	defer s.leading.Set(0)
+	// Runs whose process died are failed when this process becomes leader
+	// and then every StaleCheck, because a replica or a command-line run
+	// may die at any time, not only with the leader.
+	s.failStale(ctx)
+	tick, stopTick := s.cfg.Tick(s.cfg.StaleCheck)
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		defer stopTick()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick:
+				s.failStale(ctx)
+			}
+		}
+	}()
+	defer func() { <-checked }()
 	c := cron.New(cron.WithLocation(pipeline.Berlin), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
 	for _, st := range cronStages {
 		sc, ok := s.specs[st]
@@ -183,7 +243,7 @@ func (s *Scheduler) lead(ctx context.Context) error {
 		c.Schedule(sc, cron.FuncJob(func() { s.Fire(ctx, st) }))
 	}
 	if s.cfg.Sweeper != nil {
-		sweep, _ := cron.ParseStandard(s.cfg.SweepSpec)
+		sweep, _ := cronParser.Parse(s.cfg.SweepSpec)
 		c.Schedule(sweep, cron.FuncJob(func() {
 			n, err := s.cfg.Sweeper.Sweep(ctx, s.cfg.SweepAge)
 			if err != nil {
@@ -197,11 +257,30 @@ func (s *Scheduler) lead(ctx context.Context) error {
 	for st, t := range s.NextRuns(s.cfg.Now()) {
 		next[string(st)] = t.Format(time.RFC3339)
 	}
-	s.log.InfoContext(ctx, "scheduler is leader", "next", next)
+	s.log.InfoContext(ctx, "scheduler is leader", "next", next, "stale_after_s", s.cfg.StaleAfter.Seconds())
 	c.Start()
 	<-ctx.Done()
 	<-c.Stop().Done()
 	return nil
+}
+
+// failStale fails the running runs whose heartbeat is older than
+// StaleAfter: their process ended or hung. Runs that a process is alive to
+// execute, on the command line or on another replica, keep their
+// heartbeats fresh and are left alone. A failed check is logged and made
+// again on the next tick.
+func (s *Scheduler) failStale(ctx context.Context) {
+	ids, err := s.runner.store.FailStaleRuns(ctx, s.cfg.Now(), s.cfg.StaleAfter,
+		fmt.Sprintf("the process running it stopped: no heartbeat for more than %s", s.cfg.StaleAfter))
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "scheduler: failing stale runs", "err", err)
+		}
+		return
+	}
+	if len(ids) > 0 {
+		s.log.WarnContext(ctx, "marked runs of a dead process as failed", "runs", ids, "stale_after_s", s.cfg.StaleAfter.Seconds())
+	}
 }
 
 // Fire runs a stage for the next delivery day as cron does: only when the

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/schedbridge/schedbridge/jobs"
 )
 
 // Config is the whole configuration of the binary. Every subcommand reads the
@@ -116,7 +118,7 @@ func defaultConfig() Config {
 		LogFormat:       "json",
 		S3:              S3Config{Bucket: "schedbridge"},
 		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30, MaxAttempts: 5},
-		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd"},
+		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd", RunHeartbeat: jobs.DefaultHeartbeat, RunStaleAfter: jobs.DefaultStaleAfter, LeaderPoll: jobs.DefaultLeaderPoll},
 		Mako:            MakoConfig{Sync: true, Interval: 5 * time.Minute, Self: MakoSelf{PartinProcessID: "37000"}, IMAP: IMAPConfig{Security: "tls"}},
 		Environment:     "production",
 		Portal: PortalConfig{Enabled: true, SessionIdle: 30 * time.Minute, SessionAbsolute: 12 * time.Hour,
@@ -162,6 +164,9 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_STAGE_BACKOFF", func(c *Config, v string) (err error) { c.Pipeline.Backoff, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_HISTORY_WEEKS", func(c *Config, v string) (err error) { c.Pipeline.HistoryWeeks, err = strconv.Atoi(v); return }},
 	{"SCHEDBRIDGE_PARQUET_COMPRESSION", func(c *Config, v string) error { c.Pipeline.Compression = v; return nil }},
+	{"SCHEDBRIDGE_RUN_HEARTBEAT", func(c *Config, v string) (err error) { c.Pipeline.RunHeartbeat, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_RUN_STALE_AFTER", func(c *Config, v string) (err error) { c.Pipeline.RunStaleAfter, err = time.ParseDuration(v); return }},
+	{"SCHEDBRIDGE_LEADER_POLL", func(c *Config, v string) (err error) { c.Pipeline.LeaderPoll, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_MAKO_SYNC", func(c *Config, v string) (err error) { c.Mako.Sync, err = strconv.ParseBool(v); return }},
 	{"SCHEDBRIDGE_MAKO_INTERVAL", func(c *Config, v string) (err error) { c.Mako.Interval, err = time.ParseDuration(v); return }},
 	{"SCHEDBRIDGE_MAKO_MP_ID", func(c *Config, v string) error { c.Mako.Self.MPID = v; return nil }},
@@ -232,6 +237,10 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	if c.Pipeline.Attempts < 1 || c.Pipeline.Backoff <= 0 || c.Pipeline.HistoryWeeks < 1 {
 		return c, fmt.Errorf("pipeline: attempts and history_weeks must be at least 1 and backoff positive")
+	}
+	if p := c.Pipeline; p.RunHeartbeat <= 0 || p.LeaderPoll <= 0 || p.RunStaleAfter < 2*p.RunHeartbeat {
+		return c, fmt.Errorf("pipeline: run_heartbeat and leader_poll must be positive and run_stale_after at least twice "+
+			"run_heartbeat (got %s and %s), or live runs are failed", p.RunHeartbeat, p.RunStaleAfter)
 	}
 	if c.Pipeline.Compression != "zstd" && c.Pipeline.Compression != "snappy" {
 		return c, fmt.Errorf("pipeline.compression %q: want zstd or snappy", c.Pipeline.Compression)
