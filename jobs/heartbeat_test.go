@@ -116,10 +116,12 @@ func TestRunHeartbeat(t *testing.T) {
 		sctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- s.Run(sctx) }()
-		waitFor(t, func() bool { return testutil.ToFloat64(s.LeaderGauge()) == 1 })
+		waitFor(t, func() bool { return testutil.ToFloat64(s.LeaderGauge()) == 1 && checks.active() == 1 })
+		checks.mu.Lock()
 		if p := checks.periods; len(p) != 1 || p[0] != 5*time.Second {
 			t.Errorf("stale checks tick every %v, want the heartbeat's 5s", p)
 		}
+		checks.mu.Unlock()
 
 		beatAt := func(id int64, at time.Time) bool {
 			got := getRun(t, e.db, id)
@@ -258,3 +260,143 @@ func TestSecondsInSpecs(t *testing.T) {
 		t.Errorf("bad seconds accepted: %v", err)
 	}
 }
+
+// onlyForecast switches every cron off but the forecast's at spec.
+func onlyForecast(spec string) map[pipeline.Stage]string {
+	specs := map[pipeline.Stage]string{}
+	for _, st := range pipeline.AllStages {
+		specs[st] = "-"
+	}
+	specs[pipeline.StageForecast] = spec
+	return specs
+}
+
+// TestCronSlotOnce: a slot of a stage runs once, whichever process fires
+// it: the second firing of the same slot is refused and records nothing,
+// and no retry follows the refusal; the next slot runs.
+func TestCronSlotOnce(t *testing.T) {
+	e := newEnv(t, combos[0])
+	ctx := context.Background()
+	e.seed(t, "p1", 10)
+	slot := time.Date(2026, 11, 23, 9, 0, 0, 0, pipeline.Berlin)
+	var scheds []*jobs.Scheduler
+	for range 2 { // two replicas on one database
+		s, err := jobs.NewScheduler(e.runner(), &losingLeader{}, jobs.SchedulerConfig{Specs: onlyForecast("0 9 * * *")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		scheds = append(scheds, s)
+	}
+	first, err := scheds[0].FireSlot(ctx, pipeline.StageForecast, slot)
+	if err != nil || first.CronSlot == nil || !first.CronSlot.Equal(slot) || first.Day != day || first.Trigger != "cron" {
+		t.Fatalf("first firing = %+v, %v", first, err)
+	}
+	again, err := scheds[1].FireSlot(ctx, pipeline.StageForecast, slot)
+	if pipeline.KindOf(err) != pipeline.Conflict || again.ID != 0 {
+		t.Errorf("the same slot on the other replica = %+v, %v; want a conflict and no run", again, err)
+	}
+	next, err := scheds[1].FireSlot(ctx, pipeline.StageForecast, slot.Add(24*time.Hour))
+	if err != nil || next.Day != day.AddDays(1) {
+		t.Errorf("the next slot = %+v, %v", next, err)
+	}
+	runs, _ := e.db.Runs(ctx, pipeline.RunQuery{Trigger: "cron"})
+	if len(runs) != 2 || len(e.sleeps) != 0 {
+		t.Errorf("runs %d, retry waits %v; want 2 runs and no retry", len(runs), e.sleeps)
+	}
+}
+
+// TestMissedSlots: a new leader fires late the latest slot of a stage that
+// fell due while it was already competing for the leadership and at most
+// CatchUp ago, unless a run of that slot (or a later one) exists.
+func TestMissedSlots(t *testing.T) {
+	e := newEnv(t, combos[0])
+	ctx := context.Background()
+	at := func(h, m, s int) time.Time { return time.Date(2026, 11, 23, h, m, s, 0, pipeline.Berlin) }
+	s, err := jobs.NewScheduler(e.runner(), &losingLeader{}, jobs.SchedulerConfig{Specs: onlyForecast("0 9 * * *"), CatchUp: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordSlot := func(slot time.Time) {
+		t.Helper()
+		if _, err := e.db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageForecast, Day: day, Trigger: "cron",
+			StartedAt: slot.Add(time.Second), CronSlot: &slot}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		ran        *time.Time // a cron run of this slot exists
+		since, now time.Time
+		missed     bool
+	}{
+		{"the leader died just before the slot", nil, at(8, 0, 0), at(9, 0, 20), true},
+		{"not running at the slot", nil, at(9, 0, 10), at(9, 0, 20), false},
+		{"the slot is older than CatchUp", nil, at(8, 0, 0), at(10, 0, 1), false},
+		{"before the slot", nil, at(8, 0, 0), at(8, 59, 59), false},
+		{"yesterday's slot ran", ptr(at(9, 0, 0).AddDate(0, 0, -1)), at(8, 0, 0), at(9, 0, 20), true},
+		{"the slot ran", ptr(at(9, 0, 0)), at(8, 0, 0), at(9, 0, 20), false},
+	} {
+		if c.ran != nil {
+			recordSlot(*c.ran)
+		}
+		got := s.MissedSlots(ctx, c.since, c.now)
+		if slot, ok := got[pipeline.StageForecast]; ok != c.missed || (ok && !slot.Equal(at(9, 0, 0))) || len(got) > 1 {
+			t.Errorf("%s: missed %v, want the 09:00 slot %v", c.name, got, c.missed)
+		}
+	}
+}
+
+// gateLeader refuses the leadership until open is closed.
+type gateLeader struct {
+	open  chan struct{}
+	inner losingLeader
+}
+
+func (g *gateLeader) TryLeader(ctx context.Context, name string) (context.Context, func(), bool, error) {
+	select {
+	case <-g.open:
+		return g.inner.TryLeader(ctx, name)
+	default:
+		return ctx, func() {}, false, nil
+	}
+}
+
+// TestTakeoverFiresMissedSlot: a follower that becomes leader just after a
+// slot that its dead predecessor did not fire fires it, once, for the
+// delivery day of the slot.
+func TestTakeoverFiresMissedSlot(t *testing.T) {
+	e := newEnv(t, combos[0])
+	ctx := context.Background()
+	e.seed(t, "p1", 10)
+	clk := clocktest.New(time.Date(2026, 11, 23, 8, 59, 50, 0, pipeline.Berlin))
+	r := e.runner(func(c *jobs.Config) { c.Now = clk.Now })
+	g := &gateLeader{open: make(chan struct{})}
+	s, err := jobs.NewScheduler(r, g, jobs.SchedulerConfig{Specs: onlyForecast("0 9 * * *"), LeaderPoll: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Run(sctx) }()
+	time.Sleep(50 * time.Millisecond) // the follower competes from 08:59:50
+	clk.Set(time.Date(2026, 11, 23, 9, 0, 20, 0, pipeline.Berlin))
+	close(g.open)
+	var runs []pipeline.Run
+	waitFor(t, func() bool {
+		runs, _ = e.db.Runs(ctx, pipeline.RunQuery{Trigger: "cron", Status: pipeline.RunSucceeded})
+		return len(runs) == 1
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := time.Date(2026, 11, 23, 9, 0, 0, 0, pipeline.Berlin)
+	if got := runs[0]; got.Stage != pipeline.StageForecast || got.Day != day || got.CronSlot == nil || !got.CronSlot.Equal(want) {
+		t.Errorf("caught-up run = %+v", got)
+	}
+	if all, _ := e.db.Runs(ctx, pipeline.RunQuery{}); len(all) != 1 {
+		t.Errorf("%d runs, want the caught-up one", len(all))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

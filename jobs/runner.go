@@ -242,7 +242,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (r *Runner) RunStage(ctx context.Context, stage pipeline.Stage, day pipeline.Day, trigger string) (pipeline.Run, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.runStage(ctx, stage, day, trigger, nil, 1)
+	return r.runStage(ctx, stage, day, trigger, nil, nil, 1)
 }
 
 // Orchestrate runs the whole chain for the day: each stage with retries and
@@ -275,7 +275,7 @@ func (r *Runner) runChain(ctx context.Context, chain pipeline.Run) (pipeline.Run
 	var summary []map[string]any
 	var chainErr error
 	for _, st := range stages {
-		run, err := r.withRetries(ctx, st, chain.Day, chain.Trigger, &chain.ID)
+		run, err := r.withRetries(ctx, st, chain.Day, chain.Trigger, &chain.ID, nil)
 		summary = append(summary, map[string]any{"stage": st, "run_id": run.ID, "status": run.Status, "attempt": run.Attempt})
 		if err != nil {
 			chainErr = fmt.Errorf("stage %s: %w", st, err)
@@ -291,12 +291,18 @@ func (r *Runner) runChain(ctx context.Context, chain pipeline.Run) (pipeline.Run
 }
 
 // withRetries runs a stage until it succeeds or the attempts are used up,
-// waiting Backoff, 2 x Backoff, ... between attempts.
-func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64) (pipeline.Run, error) {
+// waiting Backoff, 2 x Backoff, ... between attempts. slot, when not nil,
+// is the cron slot the scheduler fires the stage for.
+func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, slot *time.Time) (pipeline.Run, error) {
 	wait := r.cfg.Backoff
 	for attempt := 1; ; attempt++ {
-		run, err := r.runStage(ctx, st, day, trigger, parent, attempt)
+		run, err := r.runStage(ctx, st, day, trigger, parent, slot, attempt)
 		if err == nil || attempt >= r.cfg.Attempts || ctx.Err() != nil || !retryable(err) {
+			return run, err
+		}
+		if run.ID == 0 && pipeline.KindOf(err) == pipeline.Conflict {
+			// The record was refused: this attempt of the cron slot ran
+			// on another process already.
 			return run, err
 		}
 		r.event(ctx, "stage.retry", run, map[string]any{"attempt": attempt, "next_attempt_in_s": wait.Seconds(), "error": err.Error()})
@@ -337,12 +343,13 @@ func (r *Runner) stageFunc(st pipeline.Stage) stageFunc {
 	return nil
 }
 
-func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, attempt int) (pipeline.Run, error) {
+func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, slot *time.Time, attempt int) (pipeline.Run, error) {
 	if r.stageFunc(st) == nil {
 		return pipeline.Run{}, pipeline.Errorf(pipeline.Invalid, "unknown stage %q", st)
 	}
 	run, err := r.store.CreateRun(ctx, pipeline.Run{
 		ParentID: parent, Stage: st, Day: day, Status: pipeline.RunRunning, Trigger: trigger, Attempt: attempt, StartedAt: r.cfg.Now(),
+		CronSlot: slot,
 	})
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("stage %s %s: record run: %w", st, day, err)

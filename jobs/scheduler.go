@@ -71,14 +71,26 @@ type SchedulerConfig struct {
 	// StaleCheck is how often the leader looks for stale runs (default the
 	// runner's Heartbeat), besides once when it becomes leader.
 	StaleCheck time.Duration
+	// CatchUp bounds how late a leader fires a slot that fell due while no
+	// process led (default DefaultCatchUp): when it becomes leader, it
+	// fires the latest slot of each stage that has no run yet, if that slot
+	// is at most CatchUp old and fell due after this process began to
+	// compete for the leadership (a process that was not running then
+	// leaves it to the operator).
+	CatchUp time.Duration
 	// Tick drives the check for stale runs (default the runner's).
 	Tick   TickFunc
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
-// DefaultLeaderPoll is how often a follower tries to become the leader.
-const DefaultLeaderPoll = 15 * time.Second
+// DefaultLeaderPoll is how often a follower tries to become the leader, and
+// DefaultCatchUp how late a new leader still fires a slot that fell due
+// during the takeover.
+const (
+	DefaultLeaderPoll = 15 * time.Second
+	DefaultCatchUp    = time.Hour
+)
 
 // Scheduler fires the stages on cron for the next delivery day.
 type Scheduler struct {
@@ -153,6 +165,9 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 	if cfg.StaleCheck <= 0 {
 		cfg.StaleCheck = r.cfg.Heartbeat
 	}
+	if cfg.CatchUp <= 0 {
+		cfg.CatchUp = DefaultCatchUp
+	}
 	if cfg.Tick == nil {
 		cfg.Tick = r.cfg.Tick
 	}
@@ -189,13 +204,14 @@ func (s *Scheduler) NextRuns(t time.Time) map[pipeline.Stage]time.Time {
 func (s *Scheduler) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.LeaderPoll)
 	defer t.Stop()
+	since := s.cfg.Now()
 	for {
 		held, release, ok, err := s.leader.TryLeader(ctx, "scheduler")
 		if err != nil {
 			s.log.WarnContext(ctx, "scheduler leader election", "err", err)
 		}
 		if ok {
-			err := s.lead(held)
+			err := s.lead(held, since)
 			release()
 			if err != nil || ctx.Err() != nil {
 				return err
@@ -211,8 +227,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 }
 
 // lead runs the cron while this process is the leader, that is until ctx
-// (the leadership's context) ends.
-func (s *Scheduler) lead(ctx context.Context) error {
+// (the leadership's context) ends. since is when this process began to
+// compete for the leadership.
+func (s *Scheduler) lead(ctx context.Context, since time.Time) error {
 	s.leading.Set(1)
 	defer s.leading.Set(0)
 	// Runs whose process died are failed when this process becomes leader
@@ -234,13 +251,33 @@ func (s *Scheduler) lead(ctx context.Context) error {
 		}
 	}()
 	defer func() { <-checked }()
+	// The slots that fell due while no process led are fired first, in
+	// the order of the chain, so that a stage finds its predecessor's
+	// result.
+	missed := s.missedSlots(ctx, since, s.cfg.Now())
+	caughtUp := make(chan struct{})
+	go func() {
+		defer close(caughtUp)
+		for _, m := range missed {
+			s.log.WarnContext(ctx, "firing a slot that fell due while no process led", "stage", m.stage,
+				"slot", m.slot.Format(time.RFC3339))
+			_, _ = s.fire(ctx, m.stage, &m.slot)
+		}
+	}()
+	defer func() { <-caughtUp }()
 	c := cron.New(cron.WithLocation(pipeline.Berlin), cron.WithChain(cron.SkipIfStillRunning(cron.DiscardLogger)))
 	for _, st := range cronStages {
 		sc, ok := s.specs[st]
 		if !ok {
 			continue
 		}
-		c.Schedule(sc, cron.FuncJob(func() { s.Fire(ctx, st) }))
+		var id cron.EntryID
+		id = c.Schedule(sc, cron.FuncJob(func() {
+			// The slot is the time the entry fell due: the cron's loop
+			// records it as the entry's Prev before Entry can answer.
+			slot := c.Entry(id).Prev
+			_, _ = s.fire(ctx, st, &slot)
+		}))
 	}
 	if s.cfg.Sweeper != nil {
 		sweep, _ := cronParser.Parse(s.cfg.SweepSpec)
@@ -283,14 +320,81 @@ func (s *Scheduler) failStale(ctx context.Context) {
 	}
 }
 
+// slotOf is a stage's slot that a new leader fires late.
+type slotOf struct {
+	stage pipeline.Stage
+	slot  time.Time
+}
+
+// missedSlots lists, in the order of the chain, the stages whose latest slot
+// at now fell due after since and at most CatchUp ago, and has no run: the
+// leader before died and the lock had not passed on yet when it fell due.
+// A slot that ran, on whichever process, has a run of the stage fired by
+// cron for it or after it.
+func (s *Scheduler) missedSlots(ctx context.Context, since, now time.Time) []slotOf {
+	from := now.Add(-s.cfg.CatchUp)
+	if since.After(from) {
+		from = since
+	}
+	var out []slotOf
+	for _, st := range cronStages {
+		sc, ok := s.specs[st]
+		if !ok {
+			continue
+		}
+		slot, ok := lastSlot(sc, from, now)
+		if !ok {
+			continue
+		}
+		runs, err := s.runner.store.Runs(ctx, pipeline.RunQuery{Stage: st, Trigger: "cron", Limit: 1})
+		if err != nil {
+			s.log.WarnContext(ctx, "scheduler: looking for missed slots", "stage", st, "err", err)
+			continue
+		}
+		if len(runs) > 0 {
+			ran := runs[0].StartedAt
+			if runs[0].CronSlot != nil {
+				ran = *runs[0].CronSlot
+			}
+			if !ran.Before(slot) {
+				continue
+			}
+		}
+		out = append(out, slotOf{st, slot})
+	}
+	return out
+}
+
+// lastSlot is the latest time in (from, now] at which sc falls due.
+func lastSlot(sc cron.Schedule, from, now time.Time) (time.Time, bool) {
+	var last time.Time
+	for t := sc.Next(from.In(pipeline.Berlin)); !t.IsZero() && !t.After(now); t = sc.Next(t) {
+		last = t
+	}
+	return last, !last.IsZero()
+}
+
 // Fire runs a stage for the next delivery day as cron does: only when the
 // stage before it in the chain has succeeded for that day (a failed stage
-// stops the chain), with retries and backoff.
+// stops the chain), with retries and backoff. The runs it records name no
+// cron slot.
 func (s *Scheduler) Fire(ctx context.Context, st pipeline.Stage) (pipeline.Run, error) {
+	return s.fire(ctx, st, nil)
+}
+
+// fire is Fire for the cron slot slot, when not nil: the delivery day
+// follows from the slot, and the runs record it, so that a slot that ran
+// on another process already is not run again (its record is refused and
+// the refusal logged).
+func (s *Scheduler) fire(ctx context.Context, st pipeline.Stage, slot *time.Time) (pipeline.Run, error) {
 	if st == pipeline.StageKalkulation {
-		return s.fireKalkulation(ctx)
+		return s.fireKalkulation(ctx, slot)
 	}
-	day := pipeline.DayOf(s.cfg.Now()).AddDays(1)
+	at := s.cfg.Now()
+	if slot != nil {
+		at = *slot
+	}
+	day := pipeline.DayOf(at).AddDays(1)
 	r := s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -310,11 +414,21 @@ func (s *Scheduler) Fire(ctx context.Context, st pipeline.Stage) (pipeline.Run, 
 			return run, pipeline.Errorf(pipeline.Conflict, "%s skipped: %s", st, why)
 		}
 	}
-	run, err := r.withRetries(ctx, st, day, "cron", nil)
-	if err != nil {
+	run, err := r.withRetries(ctx, st, day, "cron", nil, slot)
+	s.logFired(ctx, st, day, run, err)
+	return run, err
+}
+
+// logFired logs a stage that cron fired and that failed, or whose slot ran
+// on another process already.
+func (s *Scheduler) logFired(ctx context.Context, st pipeline.Stage, day pipeline.Day, run pipeline.Run, err error) {
+	switch {
+	case err == nil:
+	case run.ID == 0 && pipeline.KindOf(err) == pipeline.Conflict:
+		s.log.InfoContext(ctx, "stage not fired: its slot ran already", "stage", st, "day", day.String(), "reason", err)
+	default:
 		s.log.ErrorContext(ctx, "stage failed", "stage", st, "day", day.String(), "run", run.ID, "err", err)
 	}
-	return run, err
 }
 
 // previous is the stage before st in the chain, "" for the first.
@@ -330,18 +444,22 @@ func previous(st pipeline.Stage) pipeline.Stage {
 // fireKalkulation calculates the last KalkulationDays past days, the oldest
 // first; a day that fails does not keep the others from running. It returns
 // the run of yesterday and the first error.
-func (s *Scheduler) fireKalkulation(ctx context.Context) (pipeline.Run, error) {
+func (s *Scheduler) fireKalkulation(ctx context.Context, slot *time.Time) (pipeline.Run, error) {
 	r := s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	today := pipeline.DayOf(s.cfg.Now())
+	at := s.cfg.Now()
+	if slot != nil {
+		at = *slot
+	}
+	today := pipeline.DayOf(at)
 	var last pipeline.Run
 	var first error
 	for back := s.cfg.KalkulationDays; back >= 1; back-- {
 		day := today.AddDays(-back)
-		run, err := r.withRetries(ctx, pipeline.StageKalkulation, day, "cron", nil)
+		run, err := r.withRetries(ctx, pipeline.StageKalkulation, day, "cron", nil, slot)
 		if err != nil {
-			s.log.ErrorContext(ctx, "stage failed", "stage", pipeline.StageKalkulation, "day", day.String(), "run", run.ID, "err", err)
+			s.logFired(ctx, pipeline.StageKalkulation, day, run, err)
 			if first == nil {
 				first = err
 			}

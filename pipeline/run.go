@@ -79,6 +79,10 @@ type Run struct {
 	// alive; a running run whose heartbeat is older than the staleness
 	// threshold is failed by the scheduler's leader.
 	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
+	// CronSlot is the time the cron spec fell due for a run that the
+	// scheduler fired: a slot runs each attempt once, whichever process
+	// leads.
+	CronSlot *time.Time `json:"cron_slot,omitempty"`
 	// RetryOf is the failed run that an operator's retry started this one
 	// for; FromStage is the stage a retried chain starts at (its stages
 	// before it had succeeded already).

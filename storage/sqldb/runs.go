@@ -38,6 +38,10 @@ type runRow struct {
 	// HeartbeatAt is when the process executing the run last said it was
 	// alive (HeartbeatRuns); NULL for runs recorded before heartbeats.
 	HeartbeatAt *time.Time `bun:"heartbeat_at"`
+	// CronSlot is the cron slot that the scheduler fired the run for; NULL
+	// for runs that were not fired by cron. Unique per stage, day and
+	// attempt (runs_cron_slot).
+	CronSlot *time.Time `bun:"cron_slot"`
 }
 
 func (r runRow) domain() (pipeline.Run, error) {
@@ -61,6 +65,10 @@ func (r runRow) domain() (pipeline.Run, error) {
 		t := r.HeartbeatAt.UTC()
 		out.HeartbeatAt = &t
 	}
+	if r.CronSlot != nil {
+		t := r.CronSlot.UTC()
+		out.CronSlot = &t
+	}
 	if r.Outputs != nil {
 		out.Outputs = json.RawMessage(*r.Outputs)
 	}
@@ -70,7 +78,8 @@ func (r runRow) domain() (pipeline.Run, error) {
 // CreateRun records the start of a run and returns it with its ID. The
 // record always starts as running, whatever r.Status says: only FinishRun
 // and FailStaleRuns end a run. A run with an IdempotencyKey that another run
-// has already is a Conflict; CreateRunOnce returns the other run instead.
+// has already is a Conflict; CreateRunOnce returns the other run instead. So
+// is a run of a CronSlot that has a run of the same stage, day and attempt.
 func (db *DB) CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, error) {
 	r, row, err := newRunRow(r)
 	if err != nil {
@@ -78,8 +87,12 @@ func (db *DB) CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, erro
 	}
 	if _, err := db.bun.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 		if isUniqueViolation(err) {
+			what := "a run with this idempotency key exists"
+			if r.CronSlot != nil {
+				what = fmt.Sprintf("attempt %d of cron slot %s ran already", r.Attempt, r.CronSlot.Format(time.RFC3339))
+			}
 			return pipeline.Run{}, &pipeline.Error{Kind: pipeline.Conflict,
-				Message: fmt.Sprintf("create run %s %s: a run with this idempotency key exists", r.Stage, r.Day), Err: err}
+				Message: fmt.Sprintf("create run %s %s: %s", r.Stage, r.Day, what), Err: err}
 		}
 		return pipeline.Run{}, fmt.Errorf("create run %s %s: %w", r.Stage, r.Day, busyAsUnavailable(err))
 	}
@@ -144,6 +157,8 @@ func newRunRow(r pipeline.Run) (pipeline.Run, runRow, error) {
 		return r, runRow{}, pipeline.Errorf(pipeline.Invalid, "run of %s: only a chain starts at a stage (from stage %s)", r.Stage, r.FromStage)
 	case r.FromStage != "" && !slices.Contains(pipeline.Stages, r.FromStage):
 		return r, runRow{}, pipeline.Errorf(pipeline.Invalid, "run of %s: from stage %q is not a stage of the chain", r.Stage, r.FromStage)
+	case r.CronSlot != nil && (r.Stage == pipeline.StageChain || r.CronSlot.IsZero()):
+		return r, runRow{}, pipeline.Errorf(pipeline.Invalid, "run of %s: a cron slot names a time, and only stage runs have one", r.Stage)
 	}
 	if r.Attempt <= 0 {
 		r.Attempt = 1
@@ -153,8 +168,12 @@ func newRunRow(r pipeline.Run) (pipeline.Run, runRow, error) {
 	// A run starts alive: its first heartbeat is its start.
 	beat := r.StartedAt
 	r.HeartbeatAt = &beat
+	if r.CronSlot != nil {
+		slot := r.CronSlot.UTC()
+		r.CronSlot = &slot
+	}
 	row := runRow{ParentID: r.ParentID, Stage: string(r.Stage), DeliveryDay: r.Day.String(), Status: string(r.Status),
-		TriggeredBy: r.Trigger, Attempt: r.Attempt, StartedAt: r.StartedAt, HeartbeatAt: &beat,
+		TriggeredBy: r.Trigger, Attempt: r.Attempt, StartedAt: r.StartedAt, HeartbeatAt: &beat, CronSlot: r.CronSlot,
 		RetryOf: r.RetryOf, FromStage: string(r.FromStage), IdempotencyKey: nullable(r.IdempotencyKey), RequestHash: r.RequestHash}
 	return r, row, nil
 }

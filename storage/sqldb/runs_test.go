@@ -610,3 +610,53 @@ func TestRunHeartbeat(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRunCronSlot: a slot of the cron runs each attempt of a stage for a day
+// once; a second leader firing the same slot is refused with a Conflict, on
+// both backends, and the slot reads back with the run.
+func TestRunCronSlot(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		slot := t0.Add(30 * time.Minute)
+		other := pday.AddDays(1)
+		cases := []struct {
+			name string
+			run  pipeline.Run
+			kind pipeline.ErrorKind // "" = created
+		}{
+			{"first", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: &slot}, ""},
+			{"the same slot again", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: &slot}, pipeline.Conflict},
+			{"its next attempt", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 2, CronSlot: &slot}, ""},
+			{"another day", pipeline.Run{Stage: pipeline.StageForecast, Day: other, Attempt: 1, CronSlot: &slot}, ""},
+			{"another stage", pipeline.Run{Stage: pipeline.StageAggregate, Day: pday, Attempt: 1, CronSlot: &slot}, ""},
+			{"the next slot", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: ptr(slot.Add(time.Second))}, ""},
+			{"no slot, twice", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1}, ""},
+			{"no slot, twice (2)", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1}, ""},
+			{"a chain", pipeline.Run{Stage: pipeline.StageChain, Day: pday, Attempt: 1, CronSlot: &slot}, pipeline.Invalid},
+			{"a zero slot", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: &time.Time{}}, pipeline.Invalid},
+		}
+		for _, c := range cases {
+			c.run.Trigger, c.run.StartedAt = "cron", slot.Add(time.Second)
+			got, err := db.CreateRun(ctx, c.run)
+			if c.kind != "" {
+				if pipeline.KindOf(err) != c.kind {
+					t.Errorf("%s: %v, want %s", c.name, err, c.kind)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			read, err := db.Run(ctx, got.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (c.run.CronSlot == nil) != (read.CronSlot == nil) || (read.CronSlot != nil && !read.CronSlot.Equal(*c.run.CronSlot)) {
+				t.Errorf("%s: slot read back %v, want %v", c.name, read.CronSlot, c.run.CronSlot)
+			}
+		}
+		if runs, _ := db.Runs(ctx, pipeline.RunQuery{}); len(runs) != 7 {
+			t.Errorf("%d runs recorded, want 7", len(runs))
+		}
+	})
+}
