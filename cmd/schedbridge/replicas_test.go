@@ -307,23 +307,24 @@ func (in *instance) serveWith(args ...string) (*exec.Cmd, *syncBuffer) {
 	return nil, nil
 }
 
-// syncBuffer is a bytes.Buffer that the process's stderr copier and the
-// test may use at once.
+// syncBuffer is a buffer that the process's stderr copier and the test may
+// use at once. It has no ReadFrom (a bytes.Buffer embedded would lend it
+// one, which io.Copy would call without the lock).
 type syncBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.Buffer.String()
+	return b.buf.String()
 }
 
 // cliProc is a command running in the background.
@@ -445,4 +446,35 @@ func cronRuns(t *testing.T, db *sqldb.DB) []pipeline.Run {
 		runs[i], runs[j] = runs[j], runs[i]
 	}
 	return runs
+}
+
+// TestConfigReplicas: the leader poll and the run heartbeat come from the
+// environment, and a staleness threshold that live runs could not keep up
+// with is refused at the door.
+func TestConfigReplicas(t *testing.T) {
+	for _, c := range []struct {
+		env                    map[string]string
+		poll, beat, staleAfter time.Duration
+		err                    string // "" = accepted
+	}{
+		{env: nil, poll: 15 * time.Second, beat: 10 * time.Second, staleAfter: 30 * time.Second},
+		{env: map[string]string{"SCHEDBRIDGE_LEADER_POLL": "1s", "SCHEDBRIDGE_RUN_HEARTBEAT": "1s", "SCHEDBRIDGE_RUN_STALE_AFTER": "2s"},
+			poll: time.Second, beat: time.Second, staleAfter: 2 * time.Second},
+		{env: map[string]string{"SCHEDBRIDGE_RUN_STALE_AFTER": "19s"}, err: "run_stale_after at least twice run_heartbeat"},
+		{env: map[string]string{"SCHEDBRIDGE_RUN_HEARTBEAT": "0s"}, err: "run_heartbeat and leader_poll must be positive"},
+		{env: map[string]string{"SCHEDBRIDGE_LEADER_POLL": "-1s"}, err: "run_heartbeat and leader_poll must be positive"},
+		{env: map[string]string{"SCHEDBRIDGE_RUN_HEARTBEAT": "often"}, err: "SCHEDBRIDGE_RUN_HEARTBEAT"},
+	} {
+		cfg, err := loadConfig("", func(k string) string { return c.env[k] })
+		switch {
+		case c.err != "":
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: %v, want an error saying %q", c.env, err, c.err)
+			}
+		case err != nil:
+			t.Errorf("%v: %v", c.env, err)
+		case cfg.Pipeline.LeaderPoll != c.poll || cfg.Pipeline.RunHeartbeat != c.beat || cfg.Pipeline.RunStaleAfter != c.staleAfter:
+			t.Errorf("%v: poll %s, heartbeat %s, stale after %s", c.env, cfg.Pipeline.LeaderPoll, cfg.Pipeline.RunHeartbeat, cfg.Pipeline.RunStaleAfter)
+		}
+	}
 }
