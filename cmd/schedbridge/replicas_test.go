@@ -166,9 +166,11 @@ func TestTwoReplicas(t *testing.T) {
 	if tookOver > bound {
 		t.Errorf("takeover took %s, more than leader_poll %s and the slack (%s)", tookOver, replicaLeaderPoll, bound)
 	}
-	if !strings.Contains(logs[follower].String(), `"msg":"scheduler is leader"`) {
-		t.Errorf("the new leader's log does not say it leads:\n%s", tail(logs[follower].String()))
-	}
+	// The gauge goes to 1 as the leadership begins; the log line follows
+	// once the leader has looked for stale runs and missed slots.
+	waitFor(t, "the new leader to log that it leads", 5*time.Second, func() bool {
+		return strings.Contains(logs[follower].String(), `"msg":"scheduler is leader"`)
+	})
 
 	// The killed command-line process's run is failed as stale by the new
 	// leader; the live one, checked by it every second meanwhile, is not.
