@@ -54,6 +54,10 @@ func (r *Runner) Start(ctx context.Context, req pipeline.StartRequest) (run pipe
 		}
 		return run, false, nil
 	}
+	// The record says running from now on, also while the run waits for
+	// the runner: it gets heartbeats until it is finished, so that the
+	// scheduler's leader, on this replica or another, leaves it alone.
+	r.track(run.ID)
 	// The run's context is the runner's, not the caller's: a request that
 	// started the run may end long before it, and Shutdown cancels the
 	// runner's context and with it every run at once.

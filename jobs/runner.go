@@ -43,7 +43,8 @@ type Store interface {
 	FinishRun(ctx context.Context, id int64, status pipeline.RunStatus, errText string, outputs json.RawMessage, now time.Time) error
 	Runs(ctx context.Context, q pipeline.RunQuery) ([]pipeline.Run, error)
 	Run(ctx context.Context, id int64) (pipeline.Run, error)
-	FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error)
+	HeartbeatRuns(ctx context.Context, ids []int64, now time.Time) (gone []int64, err error)
+	FailStaleRuns(ctx context.Context, now time.Time, staleAfter time.Duration, reason string) ([]int64, error)
 	AppendRunLog(ctx context.Context, line pipeline.RunLogLine) error
 
 	CountVersions(ctx context.Context, kind, portfolio string, currentOnly bool) (int, error)
@@ -105,6 +106,13 @@ type Config struct {
 	Progress func(stage pipeline.Stage, done, total int64)
 	// Sleep waits between retries; tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Heartbeat is how often the runner refreshes the heartbeat of each run
+	// it executes (default DefaultHeartbeat), so that the scheduler's leader
+	// fails only runs whose process is gone (SchedulerConfig.StaleAfter,
+	// which must be longer).
+	Heartbeat time.Duration
+	// Tick drives the heartbeat (default time.NewTicker); tests replace it.
+	Tick TickFunc
 }
 
 // Runner executes stages and chains. It runs one stage at a time per
@@ -128,6 +136,13 @@ type Runner struct {
 	bgMu    sync.Mutex
 	closed  bool
 	running sync.WaitGroup
+
+	// live are the runs this runner has recorded and not yet finished,
+	// whose heartbeat it refreshes; beatStop ends the goroutine that does,
+	// nil while none runs. Both are guarded by liveMu.
+	liveMu   sync.Mutex
+	live     map[int64]bool
+	beatStop chan struct{}
 }
 
 // runLock is the runner's one-run-at-a-time lock. It is a channel rather
@@ -199,7 +214,13 @@ func New(store Store, lk Lake, outbox Outbox, cfg Config) *Runner {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	r := &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, m: newMetrics(), mu: make(runLock, 1)}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = DefaultHeartbeat
+	}
+	if cfg.Tick == nil {
+		cfg.Tick = wallTicker
+	}
+	r := &Runner{store: store, lake: lk, outbox: outbox, cfg: cfg, m: newMetrics(), mu: make(runLock, 1), live: map[int64]bool{}}
 	r.log = slog.New(&runLogHandler{next: cfg.Logger.Handler(), rec: &runLogRecorder{store: store, now: cfg.Now, log: cfg.Logger}})
 	r.bg, r.stop = context.WithCancelCause(context.Background())
 	return r
@@ -221,7 +242,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 func (r *Runner) RunStage(ctx context.Context, stage pipeline.Stage, day pipeline.Day, trigger string) (pipeline.Run, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.runStage(ctx, stage, day, trigger, nil, 1)
+	return r.runStage(ctx, stage, day, trigger, nil, nil, 1)
 }
 
 // Orchestrate runs the whole chain for the day: each stage with retries and
@@ -235,6 +256,7 @@ func (r *Runner) Orchestrate(ctx context.Context, day pipeline.Day, trigger stri
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("orchestrate %s: %w", day, err)
 	}
+	r.track(chain.ID)
 	return r.runChain(ctx, chain)
 }
 
@@ -253,7 +275,7 @@ func (r *Runner) runChain(ctx context.Context, chain pipeline.Run) (pipeline.Run
 	var summary []map[string]any
 	var chainErr error
 	for _, st := range stages {
-		run, err := r.withRetries(ctx, st, chain.Day, chain.Trigger, &chain.ID)
+		run, err := r.withRetries(ctx, st, chain.Day, chain.Trigger, &chain.ID, nil)
 		summary = append(summary, map[string]any{"stage": st, "run_id": run.ID, "status": run.Status, "attempt": run.Attempt})
 		if err != nil {
 			chainErr = fmt.Errorf("stage %s: %w", st, err)
@@ -269,12 +291,18 @@ func (r *Runner) runChain(ctx context.Context, chain pipeline.Run) (pipeline.Run
 }
 
 // withRetries runs a stage until it succeeds or the attempts are used up,
-// waiting Backoff, 2 x Backoff, ... between attempts.
-func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64) (pipeline.Run, error) {
+// waiting Backoff, 2 x Backoff, ... between attempts. slot, when not nil,
+// is the cron slot the scheduler fires the stage for.
+func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, slot *time.Time) (pipeline.Run, error) {
 	wait := r.cfg.Backoff
 	for attempt := 1; ; attempt++ {
-		run, err := r.runStage(ctx, st, day, trigger, parent, attempt)
+		run, err := r.runStage(ctx, st, day, trigger, parent, slot, attempt)
 		if err == nil || attempt >= r.cfg.Attempts || ctx.Err() != nil || !retryable(err) {
+			return run, err
+		}
+		if run.ID == 0 && pipeline.KindOf(err) == pipeline.Conflict {
+			// The record was refused: this attempt of the cron slot ran
+			// on another process already.
 			return run, err
 		}
 		r.event(ctx, "stage.retry", run, map[string]any{"attempt": attempt, "next_attempt_in_s": wait.Seconds(), "error": err.Error()})
@@ -315,16 +343,18 @@ func (r *Runner) stageFunc(st pipeline.Stage) stageFunc {
 	return nil
 }
 
-func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, attempt int) (pipeline.Run, error) {
+func (r *Runner) runStage(ctx context.Context, st pipeline.Stage, day pipeline.Day, trigger string, parent *int64, slot *time.Time, attempt int) (pipeline.Run, error) {
 	if r.stageFunc(st) == nil {
 		return pipeline.Run{}, pipeline.Errorf(pipeline.Invalid, "unknown stage %q", st)
 	}
 	run, err := r.store.CreateRun(ctx, pipeline.Run{
 		ParentID: parent, Stage: st, Day: day, Status: pipeline.RunRunning, Trigger: trigger, Attempt: attempt, StartedAt: r.cfg.Now(),
+		CronSlot: slot,
 	})
 	if err != nil {
 		return pipeline.Run{}, fmt.Errorf("stage %s %s: record run: %w", st, day, err)
 	}
+	r.track(run.ID)
 	return r.execStage(ctx, run)
 }
 
@@ -382,6 +412,9 @@ func (r *Runner) finish(ctx context.Context, run pipeline.Run, stageErr error, o
 	if err := r.store.FinishRun(wctx, run.ID, run.Status, run.Error, out, now); err != nil && stageErr == nil {
 		stageErr = fmt.Errorf("record run %d: %w", run.ID, err)
 	}
+	// The record is final (or a leader failed it as stale before): it needs
+	// no more heartbeats.
+	r.untrack(run.ID)
 	r.observe(run)
 	kind := "run.succeeded"
 	if run.Status == pipeline.RunFailed {

@@ -54,7 +54,7 @@ func ParseStage(s string) (Stage, error) {
 type RunStatus string
 
 // Run states. A run that a crashed process left running is marked failed by
-// the next scheduler that takes the leader lock.
+// the scheduler's leader once its heartbeat is stale.
 const (
 	RunRunning   RunStatus = "running"
 	RunSucceeded RunStatus = "succeeded"
@@ -75,6 +75,14 @@ type Run struct {
 	StartedAt  time.Time  `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// HeartbeatAt is when the process executing the run last said it was
+	// alive; a running run whose heartbeat is older than the staleness
+	// threshold is failed by the scheduler's leader.
+	HeartbeatAt *time.Time `json:"heartbeat_at,omitempty"`
+	// CronSlot is the time the cron spec fell due for a run that the
+	// scheduler fired: a slot runs each attempt once, whichever process
+	// leads.
+	CronSlot *time.Time `json:"cron_slot,omitempty"`
 	// RetryOf is the failed run that an operator's retry started this one
 	// for; FromStage is the stage a retried chain starts at (its stages
 	// before it had succeeded already).

@@ -19,6 +19,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/calendar"
 )
@@ -130,7 +131,7 @@ func defaultConfig() Config {
 		LogFormat:       "json",
 		S3:              S3Config{Bucket: "schedbridge"},
 		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30, MaxAttempts: 5},
-		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd"},
+		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd", RunHeartbeat: jobs.DefaultHeartbeat, RunStaleAfter: jobs.DefaultStaleAfter, LeaderPoll: jobs.DefaultLeaderPoll},
 		Mako:            MakoConfig{Sync: true, Interval: 5 * time.Minute, Self: MakoSelf{PartinProcessID: "37000"}, IMAP: IMAPConfig{Security: "tls"}},
 		Environment:     "production",
 		Portal: PortalConfig{Enabled: true, SessionIdle: 30 * time.Minute, SessionAbsolute: 12 * time.Hour,
@@ -184,6 +185,9 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_TSO_PARTY", "pipeline.tso_party"},
 	{"SCHEDBRIDGE_CONTROL_AREA_EIC", "pipeline.control_area_eic"},
 	{"SCHEDBRIDGE_PARQUET_COMPRESSION", "pipeline.compression"},
+	{"SCHEDBRIDGE_RUN_HEARTBEAT", "pipeline.run_heartbeat"},
+	{"SCHEDBRIDGE_RUN_STALE_AFTER", "pipeline.run_stale_after"},
+	{"SCHEDBRIDGE_LEADER_POLL", "pipeline.leader_poll"},
 	{"SCHEDBRIDGE_MAKO_SYNC", "mako.sync"},
 	{"SCHEDBRIDGE_MAKO_INTERVAL", "mako.interval"},
 	{"SCHEDBRIDGE_MAKO_MP_ID", "mako.self.mp_id"},
@@ -352,6 +356,12 @@ func (pc PipelineConfig) check() error {
 	}
 	if pc.Compression != "zstd" && pc.Compression != "snappy" {
 		return fmt.Errorf("%s %q: want zstd or snappy", keyName("pipeline.compression"), pc.Compression)
+	}
+	if pc.RunHeartbeat <= 0 || pc.LeaderPoll <= 0 || pc.RunStaleAfter < 2*pc.RunHeartbeat {
+		// A threshold under two heartbeats would fail runs that are alive
+		// but whose refresh was merely late.
+		return fmt.Errorf("pipeline: %s and %s must be positive and %s at least twice the heartbeat (got %s and %s), or live runs are failed",
+			keyName("pipeline.run_heartbeat"), keyName("pipeline.leader_poll"), keyName("pipeline.run_stale_after"), pc.RunHeartbeat, pc.RunStaleAfter)
 	}
 	for st := range pc.Schedule {
 		if _, err := pipeline.ParseStage(st); err != nil {

@@ -37,12 +37,22 @@ type PipelineConfig struct {
 	ControlAreaEIC map[string]string `yaml:"control_area_eic"`
 	// Compression of the Parquet snapshots: zstd or snappy.
 	Compression string `yaml:"compression"`
+	// RunHeartbeat is how often a process refreshes the heartbeat of the
+	// runs it executes; RunStaleAfter is how old a heartbeat may get before
+	// the scheduler's leader fails the run as abandoned. Give every process
+	// on one database the same values.
+	RunHeartbeat  time.Duration `yaml:"run_heartbeat"`
+	RunStaleAfter time.Duration `yaml:"run_stale_after"`
+	// LeaderPoll is how often a replica that is not the scheduler's leader
+	// tries to become it: the bound of a takeover after the leader died.
+	LeaderPoll time.Duration `yaml:"leader_poll"`
 }
 
 // runnerConfig turns the configuration into the runner's.
 func (a *app) runnerConfig() (jobs.Config, error) {
 	pc := a.cfg.Pipeline
-	c := jobs.Config{Now: a.now, Logger: a.log.With("component", "pipeline"), Attempts: pc.Attempts, Backoff: pc.Backoff}
+	c := jobs.Config{Now: a.now, Logger: a.log.With("component", "pipeline"), Attempts: pc.Attempts, Backoff: pc.Backoff,
+		Heartbeat: pc.RunHeartbeat}
 	c.Forecast.HistoryWeeks = pc.HistoryWeeks
 	if len(pc.HolidayStates) > 0 {
 		c.States = map[string]calendar.State{}

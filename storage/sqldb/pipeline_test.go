@@ -147,12 +147,12 @@ func TestRunLifecycle(t *testing.T) {
 
 		// The chain, stages 2 and 3 and the lone run were left running by a
 		// process that died.
-		n, err := db.FailStaleRuns(ctx, t0.Add(2*time.Hour), "process ended")
-		if err != nil || n != 4 {
-			t.Fatalf("fail stale = %d, %v; want 4", n, err)
+		failed, err := db.FailStaleRuns(ctx, t0.Add(2*time.Hour), 30*time.Second, "process ended")
+		if want := []int64{chain.ID, stages[2].ID, stages[3].ID, lone.ID}; err != nil || !slices.Equal(failed, want) {
+			t.Fatalf("fail stale = %v, %v; want %v", failed, err, want)
 		}
-		if n, err := db.FailStaleRuns(ctx, t0.Add(3*time.Hour), "again"); err != nil || n != 0 {
-			t.Errorf("second fail stale = %d, %v", n, err)
+		if failed, err := db.FailStaleRuns(ctx, t0.Add(3*time.Hour), 30*time.Second, "again"); err != nil || len(failed) != 0 {
+			t.Errorf("second fail stale = %v, %v", failed, err)
 		}
 		for _, id := range []int64{chain.ID, stages[2].ID, lone.ID} {
 			r, _ := db.Run(ctx, id)

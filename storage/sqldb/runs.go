@@ -35,6 +35,13 @@ type runRow struct {
 	// index holds only the keys that were given.
 	IdempotencyKey *string `bun:"idempotency_key"`
 	RequestHash    string  `bun:"request_hash"`
+	// HeartbeatAt is when the process executing the run last said it was
+	// alive (HeartbeatRuns); NULL for runs recorded before heartbeats.
+	HeartbeatAt *time.Time `bun:"heartbeat_at"`
+	// CronSlot is the cron slot that the scheduler fired the run for; NULL
+	// for runs that were not fired by cron. Unique per stage, day and
+	// attempt (runs_cron_slot).
+	CronSlot *time.Time `bun:"cron_slot"`
 }
 
 func (r runRow) domain() (pipeline.Run, error) {
@@ -54,6 +61,14 @@ func (r runRow) domain() (pipeline.Run, error) {
 		t := r.FinishedAt.UTC()
 		out.FinishedAt = &t
 	}
+	if r.HeartbeatAt != nil {
+		t := r.HeartbeatAt.UTC()
+		out.HeartbeatAt = &t
+	}
+	if r.CronSlot != nil {
+		t := r.CronSlot.UTC()
+		out.CronSlot = &t
+	}
 	if r.Outputs != nil {
 		out.Outputs = json.RawMessage(*r.Outputs)
 	}
@@ -63,7 +78,8 @@ func (r runRow) domain() (pipeline.Run, error) {
 // CreateRun records the start of a run and returns it with its ID. The
 // record always starts as running, whatever r.Status says: only FinishRun
 // and FailStaleRuns end a run. A run with an IdempotencyKey that another run
-// has already is a Conflict; CreateRunOnce returns the other run instead.
+// has already is a Conflict; CreateRunOnce returns the other run instead. So
+// is a run of a CronSlot that has a run of the same stage, day and attempt.
 func (db *DB) CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, error) {
 	r, row, err := newRunRow(r)
 	if err != nil {
@@ -71,8 +87,12 @@ func (db *DB) CreateRun(ctx context.Context, r pipeline.Run) (pipeline.Run, erro
 	}
 	if _, err := db.bun.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
 		if isUniqueViolation(err) {
+			what := "a run with this idempotency key exists"
+			if r.CronSlot != nil {
+				what = fmt.Sprintf("attempt %d of cron slot %s ran already", r.Attempt, r.CronSlot.Format(time.RFC3339))
+			}
 			return pipeline.Run{}, &pipeline.Error{Kind: pipeline.Conflict,
-				Message: fmt.Sprintf("create run %s %s: a run with this idempotency key exists", r.Stage, r.Day), Err: err}
+				Message: fmt.Sprintf("create run %s %s: %s", r.Stage, r.Day, what), Err: err}
 		}
 		return pipeline.Run{}, fmt.Errorf("create run %s %s: %w", r.Stage, r.Day, busyAsUnavailable(err))
 	}
@@ -137,14 +157,23 @@ func newRunRow(r pipeline.Run) (pipeline.Run, runRow, error) {
 		return r, runRow{}, pipeline.Errorf(pipeline.Invalid, "run of %s: only a chain starts at a stage (from stage %s)", r.Stage, r.FromStage)
 	case r.FromStage != "" && !slices.Contains(pipeline.Stages, r.FromStage):
 		return r, runRow{}, pipeline.Errorf(pipeline.Invalid, "run of %s: from stage %q is not a stage of the chain", r.Stage, r.FromStage)
+	case r.CronSlot != nil && (r.Stage == pipeline.StageChain || r.CronSlot.IsZero()):
+		return r, runRow{}, pipeline.Errorf(pipeline.Invalid, "run of %s: a cron slot names a time, and only stage runs have one", r.Stage)
 	}
 	if r.Attempt <= 0 {
 		r.Attempt = 1
 	}
 	r.Status, r.FinishedAt, r.Error, r.Outputs = pipeline.RunRunning, nil, "", nil
 	r.StartedAt = r.StartedAt.UTC()
+	// A run starts alive: its first heartbeat is its start.
+	beat := r.StartedAt
+	r.HeartbeatAt = &beat
+	if r.CronSlot != nil {
+		slot := r.CronSlot.UTC()
+		r.CronSlot = &slot
+	}
 	row := runRow{ParentID: r.ParentID, Stage: string(r.Stage), DeliveryDay: r.Day.String(), Status: string(r.Status),
-		TriggeredBy: r.Trigger, Attempt: r.Attempt, StartedAt: r.StartedAt,
+		TriggeredBy: r.Trigger, Attempt: r.Attempt, StartedAt: r.StartedAt, HeartbeatAt: &beat, CronSlot: r.CronSlot,
 		RetryOf: r.RetryOf, FromStage: string(r.FromStage), IdempotencyKey: nullable(r.IdempotencyKey), RequestHash: r.RequestHash}
 	return r, row, nil
 }
@@ -352,17 +381,51 @@ type runLogRow struct {
 	Attrs *string   `bun:"attrs"`
 }
 
-// FailStaleRuns marks every running run failed with reason as its error. The
-// scheduler calls it when it becomes leader: runs are executed by one
-// process at a time, so a run still marked running then belongs to a
-// process that ended before finishing it. It returns how many were marked.
-func (db *DB) FailStaleRuns(ctx context.Context, now time.Time, reason string) (int, error) {
-	res, err := db.bun.NewUpdate().Model((*runRow)(nil)).
-		Set("status = ?", string(pipeline.RunFailed)).Set("error = ?", reason).Set("finished_at = ?", now.UTC()).
-		Where("status = ?", string(pipeline.RunRunning)).Exec(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("fail stale runs: %w", busyAsUnavailable(err))
+// HeartbeatRuns records that the process executing the runs ids is alive at
+// now. Runs that are no longer running (finished, or given up as stale by
+// FailStaleRuns) are not changed: their ids come back as gone, so that the
+// process learns that its result will not be recorded.
+func (db *DB) HeartbeatRuns(ctx context.Context, ids []int64, now time.Time) (gone []int64, err error) {
+	if len(ids) == 0 {
+		return nil, nil
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	var alive []int64
+	err = db.bun.NewUpdate().Model((*runRow)(nil)).Set("heartbeat_at = ?", now.UTC()).
+		Where("id IN (?)", bun.In(ids)).Where("status = ?", string(pipeline.RunRunning)).
+		Returning("id").Scan(ctx, &alive)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("heartbeat of runs %v: %w", ids, busyAsUnavailable(err))
+	}
+	for _, id := range ids {
+		if !slices.Contains(alive, id) {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
+}
+
+// FailStaleRuns marks the running runs whose heartbeat is older than
+// staleAfter at now failed, with reason as their error, and returns their
+// ids. The process executing a run refreshes its heartbeat every few
+// seconds (HeartbeatRuns), so a stale one belongs to a process that ended
+// or hung before it finished; a run recorded before heartbeats existed
+// counts from its start. The scheduler's leader calls it periodically.
+// Runs that other processes are alive to execute, such as a stage run on
+// the command line or one a console started on another replica, are left
+// alone. staleAfter must be positive.
+func (db *DB) FailStaleRuns(ctx context.Context, now time.Time, staleAfter time.Duration, reason string) ([]int64, error) {
+	if staleAfter <= 0 {
+		return nil, pipeline.Errorf(pipeline.Invalid, "fail stale runs: the staleness threshold must be positive, got %s", staleAfter)
+	}
+	var ids []int64
+	err := db.bun.NewUpdate().Model((*runRow)(nil)).
+		Set("status = ?", string(pipeline.RunFailed)).Set("error = ?", reason).Set("finished_at = ?", now.UTC()).
+		Where("status = ?", string(pipeline.RunRunning)).
+		Where("COALESCE(heartbeat_at, started_at) < ?", now.Add(-staleAfter).UTC()).
+		Returning("id").Scan(ctx, &ids)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("fail stale runs: %w", busyAsUnavailable(err))
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

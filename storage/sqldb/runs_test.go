@@ -448,7 +448,10 @@ func TestRunQueryPlans(t *testing.T) {
 
 // TestConsoleRunsMigrationDownUp reverts the console migration and applies
 // it again: runs recorded before it read back without retry fields, and the
-// rollback keeps the runs while it drops the log and the new columns.
+// rollback keeps the runs while it drops the log and the new columns. The
+// code reads runs with the columns of the latest schema, so each round
+// applies every migration from the console's on and rolls them all back,
+// the later ones' down migrations included.
 func TestConsoleRunsMigrationDownUp(t *testing.T) {
 	for _, d := range sqltest.Backends {
 		t.Run(string(d), func(t *testing.T) {
@@ -460,11 +463,13 @@ func TestConsoleRunsMigrationDownUp(t *testing.T) {
 			}
 			old := insertRun(t, db, pipeline.StageForecast)
 			for round := range 2 {
-				if err := sqldb.MigrateThrough(ctx, db, "20261128000001"); err != nil {
-					t.Fatalf("round %d: migrate: %v", round, err)
+				applied, err := db.Migrate(ctx)
+				if err != nil || len(applied) == 0 || applied[0] != "20261128000001" {
+					t.Fatalf("round %d: migrate = %v, %v", round, applied, err)
 				}
 				r, err := db.Run(ctx, old)
-				if err != nil || r.RetryOf != nil || r.FromStage != "" || r.IdempotencyKey != "" || r.RequestHash != "" {
+				if err != nil || r.RetryOf != nil || r.FromStage != "" || r.IdempotencyKey != "" || r.RequestHash != "" ||
+					r.HeartbeatAt != nil || r.CronSlot != nil {
 					t.Fatalf("round %d: old run = %+v, %v", round, r, err)
 				}
 				retry, created, err := db.CreateRunOnce(ctx, pipeline.Run{Stage: pipeline.StageChain, Day: pday, StartedAt: t0,
@@ -476,11 +481,13 @@ func TestConsoleRunsMigrationDownUp(t *testing.T) {
 					t.Fatal(err)
 				}
 				back, err := sqldb.RollbackLast(ctx, db)
-				if err != nil || !slices.Equal(back, []string{"20261128000001"}) {
-					t.Fatalf("round %d: rollback = %v, %v", round, back, err)
+				slices.Sort(back)
+				if err != nil || !slices.Equal(back, applied) {
+					t.Fatalf("round %d: rollback = %v, %v; want %v", round, back, err, applied)
 				}
 				for _, q := range []string{"SELECT COUNT(*) FROM run_logs", "SELECT COUNT(retry_of) FROM runs",
-					"SELECT COUNT(from_stage) FROM runs", "SELECT COUNT(idempotency_key) FROM runs", "SELECT COUNT(request_hash) FROM runs"} {
+					"SELECT COUNT(from_stage) FROM runs", "SELECT COUNT(idempotency_key) FROM runs", "SELECT COUNT(request_hash) FROM runs",
+					"SELECT COUNT(heartbeat_at) FROM runs", "SELECT COUNT(cron_slot) FROM runs"} {
 					if _, err := sqldb.QueryString(ctx, db, q); err == nil {
 						t.Errorf("round %d: %q still works after the rollback", round, q)
 					}
@@ -491,4 +498,172 @@ func TestConsoleRunsMigrationDownUp(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunHeartbeat: FailStaleRuns fails only the running runs whose
+// heartbeat is older than the threshold, so that a run another process is
+// alive to execute survives a new leader; a run recorded before heartbeats
+// counts from its start; a heartbeat on a run that is no longer running
+// changes nothing and reports it gone.
+func TestRunHeartbeat(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		const stale = 30 * time.Second
+		now := t0.Add(time.Hour)
+		create := func(started time.Time) pipeline.Run {
+			t.Helper()
+			r, err := db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Trigger: "cli", StartedAt: started})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.HeartbeatAt == nil || !r.HeartbeatAt.Equal(started) {
+				t.Fatalf("created run's heartbeat = %v, want its start %v", r.HeartbeatAt, started)
+			}
+			return r
+		}
+		cases := []struct {
+			name    string
+			started time.Time
+			beat    *time.Time // nil: no heartbeat after the start
+			legacy  bool       // recorded before heartbeats: heartbeat_at is NULL
+			finish  bool
+			failed  bool
+		}{
+			{name: "fresh start", started: now.Add(-10 * time.Second)},
+			{name: "old start, fresh beat", started: now.Add(-time.Hour), beat: ptr(now.Add(-5 * time.Second))},
+			{name: "beat at the threshold", started: now.Add(-time.Hour), beat: ptr(now.Add(-stale))},
+			{name: "beat just past the threshold", started: now.Add(-time.Hour), beat: ptr(now.Add(-stale - time.Millisecond)), failed: true},
+			{name: "no beat since an old start", started: now.Add(-time.Hour), failed: true},
+			{name: "legacy, old start", started: now.Add(-time.Hour), legacy: true, failed: true},
+			{name: "legacy, recent start", started: now.Add(-time.Second), legacy: true},
+			{name: "finished long ago", started: now.Add(-time.Hour), finish: true},
+		}
+		runs := make([]pipeline.Run, len(cases))
+		var wantFailed []int64
+		for i, c := range cases {
+			runs[i] = create(c.started)
+			if c.beat != nil {
+				gone, err := db.HeartbeatRuns(ctx, []int64{runs[i].ID}, *c.beat)
+				if err != nil || len(gone) != 0 {
+					t.Fatalf("%s: heartbeat = %v, %v", c.name, gone, err)
+				}
+			}
+			if c.legacy {
+				if err := sqldb.Exec(ctx, db, "UPDATE runs SET heartbeat_at = NULL WHERE id = ?", runs[i].ID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.finish {
+				if err := db.FinishRun(ctx, runs[i].ID, pipeline.RunSucceeded, "", nil, c.started.Add(time.Minute)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.failed {
+				wantFailed = append(wantFailed, runs[i].ID)
+			}
+		}
+		if _, err := db.FailStaleRuns(ctx, now, 0, "x"); pipeline.KindOf(err) != pipeline.Invalid {
+			t.Errorf("no threshold: %v, want invalid", err)
+		}
+		failed, err := db.FailStaleRuns(ctx, now, stale, "the process running it stopped its heartbeat")
+		if err != nil || !slices.Equal(failed, wantFailed) {
+			t.Fatalf("failed %v, %v; want %v", failed, err, wantFailed)
+		}
+		for i, c := range cases {
+			got, err := db.Run(ctx, runs[i].ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case c.failed:
+				if got.Status != pipeline.RunFailed || got.Error != "the process running it stopped its heartbeat" || !got.FinishedAt.Equal(now) {
+					t.Errorf("%s: %+v, want failed as stale", c.name, got)
+				}
+			case c.finish:
+				if got.Status != pipeline.RunSucceeded {
+					t.Errorf("%s: %+v, want it left succeeded", c.name, got)
+				}
+			default:
+				if got.Status != pipeline.RunRunning || got.FinishedAt != nil {
+					t.Errorf("%s: %+v, want it still running", c.name, got)
+				}
+			}
+			if c.beat != nil && (got.HeartbeatAt == nil || !got.HeartbeatAt.Equal(*c.beat)) {
+				t.Errorf("%s: heartbeat read back %v, want %v", c.name, got.HeartbeatAt, *c.beat)
+			}
+		}
+		// One heartbeat for all the runs a process executes: the failed and
+		// the finished ones come back gone and keep their records.
+		all := runIDs(runs)
+		later := now.Add(time.Second)
+		gone, err := db.HeartbeatRuns(ctx, all, later)
+		wantGone := append(slices.Clone(wantFailed), runs[len(runs)-1].ID)
+		slices.Sort(gone)
+		slices.Sort(wantGone)
+		if err != nil || !slices.Equal(gone, wantGone) {
+			t.Errorf("gone = %v, %v; want %v", gone, err, wantGone)
+		}
+		for i, c := range cases {
+			got, _ := db.Run(ctx, runs[i].ID)
+			alive := !c.failed && !c.finish
+			if alive != (got.HeartbeatAt != nil && got.HeartbeatAt.Equal(later)) {
+				t.Errorf("%s: heartbeat %v after the batch (alive %v)", c.name, got.HeartbeatAt, alive)
+			}
+		}
+		if gone, err := db.HeartbeatRuns(ctx, nil, later); err != nil || gone != nil {
+			t.Errorf("empty heartbeat = %v, %v", gone, err)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestRunCronSlot: a slot of the cron runs each attempt of a stage for a day
+// once; a second leader firing the same slot is refused with a Conflict, on
+// both backends, and the slot reads back with the run.
+func TestRunCronSlot(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		slot := t0.Add(30 * time.Minute)
+		other := pday.AddDays(1)
+		cases := []struct {
+			name string
+			run  pipeline.Run
+			kind pipeline.ErrorKind // "" = created
+		}{
+			{"first", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: &slot}, ""},
+			{"the same slot again", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: &slot}, pipeline.Conflict},
+			{"its next attempt", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 2, CronSlot: &slot}, ""},
+			{"another day", pipeline.Run{Stage: pipeline.StageForecast, Day: other, Attempt: 1, CronSlot: &slot}, ""},
+			{"another stage", pipeline.Run{Stage: pipeline.StageAggregate, Day: pday, Attempt: 1, CronSlot: &slot}, ""},
+			{"the next slot", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: ptr(slot.Add(time.Second))}, ""},
+			{"no slot, twice", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1}, ""},
+			{"no slot, twice (2)", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1}, ""},
+			{"a chain", pipeline.Run{Stage: pipeline.StageChain, Day: pday, Attempt: 1, CronSlot: &slot}, pipeline.Invalid},
+			{"a zero slot", pipeline.Run{Stage: pipeline.StageForecast, Day: pday, Attempt: 1, CronSlot: &time.Time{}}, pipeline.Invalid},
+		}
+		for _, c := range cases {
+			c.run.Trigger, c.run.StartedAt = "cron", slot.Add(time.Second)
+			got, err := db.CreateRun(ctx, c.run)
+			if c.kind != "" {
+				if pipeline.KindOf(err) != c.kind {
+					t.Errorf("%s: %v, want %s", c.name, err, c.kind)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			read, err := db.Run(ctx, got.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (c.run.CronSlot == nil) != (read.CronSlot == nil) || (read.CronSlot != nil && !read.CronSlot.Equal(*c.run.CronSlot)) {
+				t.Errorf("%s: slot read back %v, want %v", c.name, read.CronSlot, c.run.CronSlot)
+			}
+		}
+		if runs, _ := db.Runs(ctx, pipeline.RunQuery{}); len(runs) != 7 {
+			t.Errorf("%d runs recorded, want 7", len(runs))
+		}
+	})
 }
