@@ -119,6 +119,11 @@ func TestConsoleInboxRetry(t *testing.T) {
 			csv := filepath.Join(t.TempDir(), "m.csv")
 			const rows = 20 // a version per market location and day
 			writeCSV(t, csv, rows, 1)
+			// The scan at start must be over before the file lands, or it
+			// would reject the file before the console lists it as pending.
+			waitFor(t, "the inbox's first scan", 30*time.Second, func() bool {
+				return in.metric("schedbridge_inbox_scan_duration_seconds_count") >= 1
+			})
 			// A supplier's own S3 client drops a file for a portfolio that
 			// does not exist yet; inbox put would refuse it.
 			in.drop(csv, "inbox/p9/metered-data/m.csv")
