@@ -91,11 +91,16 @@ func (r *Runner) heartbeat(stop <-chan struct{}) {
 			continue
 		}
 		for _, id := range gone {
+			// A run that left the live set meanwhile has finished here; only
+			// one still being executed was failed by the leader.
 			r.liveMu.Lock()
+			failed := r.live[id]
 			delete(r.live, id)
 			r.liveMu.Unlock()
-			r.cfg.Logger.Warn("the run's record is no longer running (its heartbeat was stale, so the scheduler's leader "+
-				"failed it); the work still in progress here will not be recorded", "run", id)
+			if failed {
+				r.cfg.Logger.Warn("the run's record is no longer running (its heartbeat was stale, so the scheduler's leader "+
+					"failed it); the work still in progress here will not be recorded", "run", id)
+			}
 		}
 	}
 }

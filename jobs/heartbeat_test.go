@@ -220,6 +220,55 @@ func TestRunHeartbeatStalled(t *testing.T) {
 	waitFor(t, func() bool { return beats.active() == 0 })
 }
 
+// heldBeats is a store whose heartbeat writes wait, once they have begun,
+// until release is closed.
+type heldBeats struct {
+	jobs.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *heldBeats) HeartbeatRuns(ctx context.Context, ids []int64, now time.Time) ([]int64, error) {
+	h.entered <- struct{}{}
+	<-h.release
+	return h.Store.HeartbeatRuns(ctx, ids, now)
+}
+
+// TestRunHeartbeatFinishedMeanwhile: a run that finishes while a heartbeat
+// for it is being written is not taken for one that the leader failed: the
+// process log stays quiet.
+func TestRunHeartbeatFinishedMeanwhile(t *testing.T) {
+	e := newEnv(t, combos[0])
+	ctx := context.Background()
+	e.seed(t, "p1", 10)
+	hb := e.hooked()
+	g := newGate()
+	hb.set(g.at(pipeline.DatasetForecastMalo))
+	beats := newTicks()
+	logs := &captured{level: slog.LevelWarn}
+	store := &heldBeats{Store: e.db, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	r := jobs.New(store, e.lake, e.bucket, jobs.Config{Now: e.clock.Now, Alloc: e.alloc, Tick: beats.fn, Logger: slog.New(logs)})
+	run, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageForecast, Day: day, Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	beats.tick(t)
+	<-store.entered // the heartbeat of the live run is on its way
+	close(g.open)
+	jobs.Wait(r)
+	close(store.release)
+	waitFor(t, func() bool { return beats.active() == 0 })
+	if got := getRun(t, e.db, run.ID); got.Status != pipeline.RunSucceeded {
+		t.Errorf("run = %+v", got)
+	}
+	logs.mu.Lock()
+	defer logs.mu.Unlock()
+	if len(logs.lines) != 0 {
+		t.Errorf("warnings for a run that finished: %v", logs.lines)
+	}
+}
+
 // TestStaleAfterLongerThanHeartbeat: a threshold that a live run's
 // heartbeat cannot keep up with is refused.
 func TestStaleAfterLongerThanHeartbeat(t *testing.T) {

@@ -406,15 +406,18 @@ func (r *Runner) finish(ctx context.Context, run pipeline.Run, stageErr error, o
 		run.Status = pipeline.RunFailed
 		run.Error = stageErr.Error()
 	}
+	// The work is over: the run needs no more heartbeats. It leaves the
+	// live set before its record is finished, so that a heartbeat in
+	// flight does not take the finished record for one that the leader
+	// failed as stale. Should the write below fail, the record, no longer
+	// beating, is failed by the leader after the staleness threshold.
+	r.untrack(run.ID)
 	// The run record is written even when the stage's context was
 	// cancelled, so a shutdown does not leave it running.
 	wctx := context.WithoutCancel(ctx)
 	if err := r.store.FinishRun(wctx, run.ID, run.Status, run.Error, out, now); err != nil && stageErr == nil {
 		stageErr = fmt.Errorf("record run %d: %w", run.ID, err)
 	}
-	// The record is final (or a leader failed it as stale before): it needs
-	// no more heartbeats.
-	r.untrack(run.ID)
 	r.observe(run)
 	kind := "run.succeeded"
 	if run.Status == pipeline.RunFailed {
