@@ -98,14 +98,15 @@ func TestRunHeartbeat(t *testing.T) {
 		}
 
 		// The leader runs on another replica: a runner of its own, which
-		// executes nothing, on the same database.
+		// executes nothing (so its ticker drives only the stale check), on
+		// the same database.
 		checks := newTicks()
-		other := jobs.New(e.db, nil, nil, jobs.Config{Now: clk.Now, Heartbeat: 5 * time.Second, Tick: newTicks().fn})
+		other := jobs.New(e.db, nil, nil, jobs.Config{Now: clk.Now, Heartbeat: 5 * time.Second, Tick: checks.fn})
 		off := map[pipeline.Stage]string{}
 		for _, st := range pipeline.AllStages {
 			off[st] = "-"
 		}
-		s, err := jobs.NewScheduler(other, &losingLeader{}, jobs.SchedulerConfig{Specs: off, StaleAfter: 15 * time.Second, Tick: checks.fn})
+		s, err := jobs.NewScheduler(other, &losingLeader{}, jobs.SchedulerConfig{Specs: off, StaleAfter: 15 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}

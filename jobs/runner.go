@@ -111,7 +111,9 @@ type Config struct {
 	// fails only runs whose process is gone (SchedulerConfig.StaleAfter,
 	// which must be longer).
 	Heartbeat time.Duration
-	// Tick drives the heartbeat (default time.NewTicker); tests replace it.
+	// Tick drives the heartbeat and, while a scheduler over this runner
+	// leads, its check for stale runs (default time.NewTicker); tests
+	// replace it.
 	Tick TickFunc
 }
 

@@ -68,9 +68,6 @@ type SchedulerConfig struct {
 	// DefaultStaleAfter). It must be longer than the runner's Heartbeat on
 	// every process that executes runs on this database.
 	StaleAfter time.Duration
-	// StaleCheck is how often the leader looks for stale runs (default the
-	// runner's Heartbeat), besides once when it becomes leader.
-	StaleCheck time.Duration
 	// CatchUp bounds how late a leader fires a slot that fell due while no
 	// process led (default DefaultCatchUp): when it becomes leader, it
 	// fires the latest slot of each stage that has no run yet, if that slot
@@ -78,10 +75,8 @@ type SchedulerConfig struct {
 	// compete for the leadership (a process that was not running then
 	// leaves it to the operator).
 	CatchUp time.Duration
-	// Tick drives the check for stale runs (default the runner's).
-	Tick   TickFunc
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // DefaultLeaderPoll is how often a follower tries to become the leader, and
@@ -162,14 +157,8 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 		return nil, pipeline.Errorf(pipeline.Invalid, "the staleness threshold of runs (%s) must be longer than their heartbeat (%s), "+
 			"or the leader fails runs that are alive", cfg.StaleAfter, r.cfg.Heartbeat)
 	}
-	if cfg.StaleCheck <= 0 {
-		cfg.StaleCheck = r.cfg.Heartbeat
-	}
 	if cfg.CatchUp <= 0 {
 		cfg.CatchUp = DefaultCatchUp
-	}
-	if cfg.Tick == nil {
-		cfg.Tick = r.cfg.Tick
 	}
 	if cfg.Now == nil {
 		cfg.Now = r.cfg.Now
@@ -233,10 +222,11 @@ func (s *Scheduler) lead(ctx context.Context, since time.Time) error {
 	s.leading.Set(1)
 	defer s.leading.Set(0)
 	// Runs whose process died are failed when this process becomes leader
-	// and then every StaleCheck, because a replica or a command-line run
-	// may die at any time, not only with the leader.
+	// and then at every heartbeat of its runner (on the runner's ticker),
+	// because a replica or a command-line run may die at any time, not
+	// only with the leader.
 	s.failStale(ctx)
-	tick, stopTick := s.cfg.Tick(s.cfg.StaleCheck)
+	tick, stopTick := s.runner.cfg.Tick(s.runner.cfg.Heartbeat)
 	checked := make(chan struct{})
 	go func() {
 		defer close(checked)
