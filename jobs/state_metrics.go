@@ -16,10 +16,11 @@ import (
 // what this process happened to do: a run started with `schedbridge run`, by
 // another replica or before a restart shows the same on every replica.
 
-// SuccessTimes is where the state collector reads when each stage last
-// succeeded (storage/sqldb).
+// SuccessTimes is where the state collector reads the newest succeeded run
+// of each stage, whose finish time it reports (storage/sqldb, the query the
+// console's summary makes too).
 type SuccessTimes interface {
-	LastSuccessTimes(ctx context.Context) (map[pipeline.Stage]time.Time, error)
+	LastSuccesses(ctx context.Context) (map[pipeline.Stage]pipeline.Run, error)
 }
 
 // ScheduleCounter is where the state collector counts the schedule messages
@@ -117,7 +118,7 @@ type StateCollector struct {
 type stateReading struct {
 	at        time.Time
 	ok        map[string]bool
-	successes map[pipeline.Stage]time.Time
+	successes map[pipeline.Stage]pipeline.Run
 	schedules pipeline.ScheduleStats
 	pending   pipeline.PendingInbox
 	red       int
@@ -220,8 +221,10 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 	r := c.reading()
 	now := c.cfg.Now()
 	if r.ok[sourceRuns] {
-		for st, t := range r.successes {
-			ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, float64(t.UnixMicro())/1e6, string(st))
+		for st, run := range r.successes {
+			if run.FinishedAt != nil {
+				ch <- prometheus.MustNewConstMetric(c.lastSuccess, prometheus.GaugeValue, float64(run.FinishedAt.UnixMicro())/1e6, string(st))
+			}
 		}
 	}
 	if r.ok[sourceSchedules] {
@@ -289,7 +292,7 @@ func (c *StateCollector) read(now time.Time) *stateReading {
 	}
 	if c.src.Runs != nil {
 		run(sourceRuns, func() (err error) {
-			r.successes, err = c.src.Runs.LastSuccessTimes(ctx)
+			r.successes, err = c.src.Runs.LastSuccesses(ctx)
 			return err
 		})
 	}

@@ -66,12 +66,12 @@ type countingDB struct {
 
 var errDown = pipeline.Errorf(pipeline.Unavailable, "database down")
 
-func (c *countingDB) LastSuccessTimes(ctx context.Context) (map[pipeline.Stage]time.Time, error) {
+func (c *countingDB) LastSuccesses(ctx context.Context) (map[pipeline.Stage]pipeline.Run, error) {
 	c.runs.Add(1)
 	if c.fail.Load() {
 		return nil, fmt.Errorf("last successes: %w", errDown)
 	}
-	return c.DB.LastSuccessTimes(ctx)
+	return c.DB.LastSuccesses(ctx)
 }
 
 func (c *countingDB) ScheduleStats(ctx context.Context) (pipeline.ScheduleStats, error) {
