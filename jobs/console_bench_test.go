@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -422,20 +423,10 @@ func (s *daySeeder) event(at time.Time, kind, portfolio, subject string, day *pi
 	s.n.events.Add(1)
 }
 
-// runEvent is Runner.event's record of a run.
+// runEvent records the runner's event about a run.
 func (s *daySeeder) runEvent(at time.Time, kind string, r pipeline.Run, extra map[string]any) {
-	data := map[string]any{"run_id": r.ID, "stage": r.Stage, "status": r.Status, "attempt": r.Attempt, "trigger": r.Trigger}
-	if r.ParentID != nil {
-		data["parent_id"] = *r.ParentID
-	}
-	if r.Error != "" {
-		data["error"] = r.Error
-	}
-	for k, v := range extra {
-		data[k] = v
-	}
-	day := r.Day
-	s.event(at, kind, "", fmt.Sprintf("%s %s run %d", r.Stage, r.Day, r.ID), &day, data)
+	s.fail(s.db.RecordEvent(s.ctx, jobs.RunEvent(at, kind, r, extra)))
+	s.n.events.Add(1)
 }
 
 // stageErrors are what failed attempts report.
@@ -527,7 +518,7 @@ func (s *daySeeder) chain(at time.Time) {
 		s.n.runs.Add(1)
 		s.runEvent(at, "run.started", chain, nil)
 		ok := true
-		for _, st := range pipeline.Stages[indexOf(pipeline.Stages, from):] {
+		for _, st := range pipeline.Stages[slices.Index(pipeline.Stages, from):] {
 			attempts := 1
 			if s.rng.IntN(8) == 0 {
 				attempts = 2
@@ -557,15 +548,6 @@ func (s *daySeeder) chain(at time.Time) {
 		}
 		trigger, retryOf, at = "console", &chain.ID, at.Add(40*time.Minute)
 	}
-}
-
-func indexOf(stages []pipeline.Stage, st pipeline.Stage) int {
-	for i, s := range stages {
-		if s == st {
-			return i
-		}
-	}
-	return 0
 }
 
 // publish stores the read model a stage run computed: positions for

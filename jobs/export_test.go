@@ -31,3 +31,7 @@ func (s *Scheduler) MissedSlots(ctx context.Context, since, now time.Time) map[p
 func (s *Scheduler) FireSlot(ctx context.Context, st pipeline.Stage, slot time.Time) (pipeline.Run, error) {
 	return s.fire(ctx, st, &slot)
 }
+
+// RunEvent is the console event that the runner records about a run, for
+// the benchmark's data set.
+var RunEvent = runEvent

@@ -432,6 +432,14 @@ func (r *Runner) finish(ctx context.Context, run pipeline.Run, stageErr error, o
 // event records a console event about a run; failing to record one is
 // logged, not fatal, because the run record itself is the source of truth.
 func (r *Runner) event(ctx context.Context, kind string, run pipeline.Run, extra map[string]any) {
+	if err := r.store.RecordEvent(ctx, runEvent(r.cfg.Now(), kind, run, extra)); err != nil {
+		r.log.WarnContext(ctx, "record event", "kind", kind, "err", err)
+	}
+}
+
+// runEvent is the console event of kind about run at at, extra added to
+// its data.
+func runEvent(at time.Time, kind string, run pipeline.Run, extra map[string]any) pipeline.Event {
 	data := map[string]any{"run_id": run.ID, "stage": run.Stage, "status": run.Status, "attempt": run.Attempt, "trigger": run.Trigger}
 	if run.ParentID != nil {
 		data["parent_id"] = *run.ParentID
@@ -444,10 +452,7 @@ func (r *Runner) event(ctx context.Context, kind string, run pipeline.Run, extra
 	}
 	b, _ := json.Marshal(data)
 	day := run.Day
-	ev := pipeline.Event{At: r.cfg.Now(), Kind: kind, Subject: fmt.Sprintf("%s %s run %d", run.Stage, run.Day, run.ID), DeliveryDay: &day, Data: b}
-	if err := r.store.RecordEvent(ctx, ev); err != nil {
-		r.log.WarnContext(ctx, "record event", "kind", kind, "err", err)
-	}
+	return pipeline.Event{At: at, Kind: kind, Subject: fmt.Sprintf("%s %s run %d", run.Stage, run.Day, run.ID), DeliveryDay: &day, Data: b}
 }
 
 // progress reports progress when someone listens.
