@@ -89,6 +89,20 @@ func (failingOverview) Overview(context.Context, int, string) (mako.Overview, er
 	return mako.Overview{}, errors.New("overview: connection refused")
 }
 
+// succeeded records a run of st from the command line that succeeded at
+// at, a minute after it started.
+func succeeded(t *testing.T, db *sqldb.DB, st pipeline.Stage, at time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := db.CreateRun(ctx, pipeline.Run{Stage: st, Day: day, Trigger: "cli", StartedAt: at.Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishRun(ctx, r.ID, pipeline.RunSucceeded, "", nil, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func unix(t time.Time) string { return fmt.Sprint(float64(t.UnixMicro()) / 1e6) }
 
 func compare(t *testing.T, reg prometheus.Gatherer, want string, names ...string) {
@@ -224,19 +238,8 @@ func TestStateMetricsCache(t *testing.T) {
 	for _, d := range sqltest.Backends {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db := &countingDB{DB: sqltest.Open(t, d)}
-			finish := func(st pipeline.Stage, at time.Time) {
-				t.Helper()
-				r, err := db.CreateRun(ctx, pipeline.Run{Stage: st, Day: day, Trigger: "cli", StartedAt: at.Add(-time.Minute)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := db.FinishRun(ctx, r.ID, pipeline.RunSucceeded, "", nil, at); err != nil {
-					t.Fatal(err)
-				}
-			}
-			finish(pipeline.StageForecast, t0)
+			succeeded(t, db.DB, pipeline.StageForecast, t0)
 
 			clk := clocktest.New(t0.Add(time.Hour))
 			oldest := clk.Now().Add(-time.Minute)
@@ -284,7 +287,7 @@ schedbridge_inbox_oldest_pending_age_seconds %v
 			// A newer success and fewer files, just before the refresh time:
 			// the scrape still shows the cached reading, and the file has
 			// aged with the clock.
-			finish(pipeline.StageForecast, t0.Add(30*time.Minute))
+			succeeded(t, db.DB, pipeline.StageForecast, t0.Add(30*time.Minute))
 			inbox.set(pipeline.PendingInbox{}, nil)
 			clk.Add(10*time.Second - time.Nanosecond)
 			compare(t, reg, last(t0)+age(69.999999999), "schedbridge_stage_last_success_timestamp_seconds", "schedbridge_inbox_oldest_pending_age_seconds")
@@ -315,15 +318,8 @@ func TestStateMetricsFailingSource(t *testing.T) {
 	for _, d := range sqltest.Backends {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db := &countingDB{DB: sqltest.Open(t, d)}
-			r, err := db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageSchedules, Day: day, Trigger: "cli", StartedAt: t0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.FinishRun(ctx, r.ID, pipeline.RunSucceeded, "", nil, t0.Add(time.Minute)); err != nil {
-				t.Fatal(err)
-			}
+			succeeded(t, db.DB, pipeline.StageSchedules, t0.Add(time.Minute))
 			var logs syncBuffer
 			clk := clocktest.New(t0.Add(time.Hour))
 			inbox := &pendingInbox{err: errors.New("list inbox/: connection refused")}
