@@ -80,6 +80,33 @@ func (g *gate) at(dataset string) func(ctx context.Context, key string) error {
 	}
 }
 
+// gateForecast seeds the portfolio p1 and holds the publication of its
+// forecast at a gate, for the runners made after it.
+func (e *env) gateForecast(t *testing.T) *gate {
+	t.Helper()
+	e.seed(t, "p1", 10)
+	g := newGate()
+	e.hooked().set(g.at(pipeline.DatasetForecastMalo))
+	return g
+}
+
+// startBusy starts a forecast, which holds at g, and then a run of stage
+// next, which waits for the runner until the forecast is done.
+func startBusy(t *testing.T, r *jobs.Runner, g *gate, next pipeline.Stage) (working, waiting pipeline.Run) {
+	t.Helper()
+	ctx := context.Background()
+	working, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageForecast, Day: day, Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	waiting, _, err = r.Start(ctx, pipeline.StartRequest{Stage: next, Day: day, Trigger: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return working, waiting
+}
+
 // failAt fails the publication of the datasets.
 func failAt(datasets ...string) func(ctx context.Context, key string) error {
 	return func(_ context.Context, key string) error {
@@ -125,10 +152,7 @@ func getRun(t *testing.T, db *sqldb.DB, id int64) pipeline.Run {
 // it, and it ends succeeded with its snapshot published.
 func TestStartInBackground(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
-		e.seed(t, "p1", 10)
-		hb := e.hooked()
-		g := newGate()
-		hb.set(g.at(pipeline.DatasetForecastMalo))
+		g := e.gateForecast(t)
 		r := e.runner()
 
 		reqCtx, cancelReq := context.WithCancel(context.Background())
@@ -193,10 +217,7 @@ func TestStartRefusesBadRequests(t *testing.T) {
 func TestStartIdempotent(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		e.seed(t, "p1", 10)
-		hb := e.hooked()
-		g := newGate()
-		hb.set(g.at(pipeline.DatasetForecastMalo))
+		g := e.gateForecast(t)
 		r := e.runner()
 		req := pipeline.StartRequest{Stage: pipeline.StageChain, Day: day, Trigger: "api", IdempotencyKey: "client-1/key-1", RequestHash: "h1"}
 
@@ -586,20 +607,9 @@ func TestRunLogFailureKeepsTheRun(t *testing.T) {
 func TestShutdown(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		e.seed(t, "p1", 10)
-		hb := e.hooked()
-		g := newGate() // never opened
-		hb.set(g.at(pipeline.DatasetForecastMalo))
+		g := e.gateForecast(t) // never opened
 		r := e.runner()
-		working, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageForecast, Day: day, Trigger: "api"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-g.entered
-		waiting, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageChain, Day: day, Trigger: "api"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		working, waiting := startBusy(t, r, g, pipeline.StageChain)
 		if err := r.Shutdown(ctx); err != nil {
 			t.Fatalf("shutdown: %v", err)
 		}

@@ -74,23 +74,12 @@ const staleDead = "the process running it stopped: no heartbeat for more than 15
 func TestRunHeartbeat(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		e.seed(t, "p1", 10)
-		hb := e.hooked()
-		g := newGate()
-		hb.set(g.at(pipeline.DatasetForecastMalo))
+		g := e.gateForecast(t)
 		clk := clocktest.New(t0)
 		beats := newTicks()
 		r := e.runner(func(c *jobs.Config) { c.Now, c.Heartbeat, c.Tick = clk.Now, 5*time.Second, beats.fn })
 
-		working, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageForecast, Day: day, Trigger: "api"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-g.entered
-		waiting, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageAggregate, Day: day, Trigger: "api"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		working, waiting := startBusy(t, r, g, pipeline.StageAggregate)
 		// A command-line run whose process died at its start: nobody beats.
 		dead, err := e.db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageKalkulation, Day: day, Trigger: "cli", StartedAt: clk.Now()})
 		if err != nil {
@@ -187,10 +176,7 @@ func TestRunHeartbeat(t *testing.T) {
 func TestRunHeartbeatStalled(t *testing.T) {
 	e := newEnv(t, combos[0])
 	ctx := context.Background()
-	e.seed(t, "p1", 10)
-	hb := e.hooked()
-	g := newGate()
-	hb.set(g.at(pipeline.DatasetForecastMalo))
+	g := e.gateForecast(t)
 	clk := clocktest.New(t0)
 	beats := newTicks()
 	logs := &captured{level: slog.LevelWarn}
@@ -241,10 +227,7 @@ func (h *heldBeats) HeartbeatRuns(ctx context.Context, ids []int64, now time.Tim
 func TestRunHeartbeatFinishedMeanwhile(t *testing.T) {
 	e := newEnv(t, combos[0])
 	ctx := context.Background()
-	e.seed(t, "p1", 10)
-	hb := e.hooked()
-	g := newGate()
-	hb.set(g.at(pipeline.DatasetForecastMalo))
+	g := e.gateForecast(t)
 	beats := newTicks()
 	logs := &captured{level: slog.LevelWarn}
 	store := &heldBeats{Store: e.db, entered: make(chan struct{}, 1), release: make(chan struct{})}
