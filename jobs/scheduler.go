@@ -377,12 +377,12 @@ func (s *Scheduler) Fire(ctx context.Context, st pipeline.Stage) (pipeline.Run, 
 // on another process already is not run again (its record is refused and
 // the refusal logged).
 func (s *Scheduler) fire(ctx context.Context, st pipeline.Stage, slot *time.Time) (pipeline.Run, error) {
-	if st == pipeline.StageKalkulation {
-		return s.fireKalkulation(ctx, slot)
-	}
 	at := s.cfg.Now()
 	if slot != nil {
 		at = *slot
+	}
+	if st == pipeline.StageKalkulation {
+		return s.fireKalkulation(ctx, pipeline.DayOf(at), slot)
 	}
 	day := pipeline.DayOf(at).AddDays(1)
 	r := s.runner
@@ -431,18 +431,13 @@ func previous(st pipeline.Stage) pipeline.Stage {
 	return ""
 }
 
-// fireKalkulation calculates the last KalkulationDays past days, the oldest
-// first; a day that fails does not keep the others from running. It returns
-// the run of yesterday and the first error.
-func (s *Scheduler) fireKalkulation(ctx context.Context, slot *time.Time) (pipeline.Run, error) {
+// fireKalkulation calculates the last KalkulationDays days before today,
+// the oldest first; a day that fails does not keep the others from running.
+// It returns the run of yesterday and the first error.
+func (s *Scheduler) fireKalkulation(ctx context.Context, today pipeline.Day, slot *time.Time) (pipeline.Run, error) {
 	r := s.runner
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	at := s.cfg.Now()
-	if slot != nil {
-		at = *slot
-	}
-	today := pipeline.DayOf(at)
 	var last pipeline.Run
 	var first error
 	for back := s.cfg.KalkulationDays; back >= 1; back-- {
