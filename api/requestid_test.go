@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
@@ -40,7 +41,7 @@ func records(t *testing.T, b *bytes.Buffer) []map[string]any {
 // entry stores it.
 func TestRequestID(t *testing.T) {
 	var logs bytes.Buffer
-	f := newFixture(t, sqldb.SQLite, api.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := newFixture(t, sqldb.SQLite, api.Config{Logger: slog.New(requestid.Handler(slog.NewJSONHandler(&logs, nil)))})
 	tests := []struct {
 		name, method, path string
 		sent               string // "" sends no header
@@ -114,7 +115,7 @@ func (downDB) Ping(context.Context) error { return errors.New("connection refuse
 // context carries the request's id too, not only the access line.
 func TestRequestIDInHandlerLogs(t *testing.T) {
 	var logs bytes.Buffer
-	srv := api.New(api.Config{Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))},
+	srv := api.New(api.Config{Now: func() time.Time { return now }, Logger: slog.New(requestid.Handler(slog.NewJSONHandler(&logs, nil)))},
 		api.Deps{DB: downDB{}})
 	r := serve(srv, (&fixture{}).request("GET", "/health", nil, "X-Request-ID", "probe-42"))
 	if r.code != 503 || r.header.Get("X-Request-ID") != "probe-42" {
