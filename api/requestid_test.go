@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -17,23 +16,6 @@ import (
 )
 
 var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
-// records decodes a buffer of JSON log lines.
-func records(t *testing.T, b *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestRequestID: every answer carries X-Request-ID, the client's when it is
 // sane, a generated one otherwise; the access log line carries the same id
@@ -81,7 +63,7 @@ func TestRequestID(t *testing.T) {
 				t.Errorf("answered id %q, want a generated one", id)
 			}
 			var access []map[string]any
-			for _, rec := range records(t, &logs) {
+			for _, rec := range jsonLines(t, logs.Bytes()) {
 				if rec["request_id"] != id {
 					t.Errorf("line without the request's id: %v", rec)
 				}
@@ -122,7 +104,7 @@ func TestRequestIDInHandlerLogs(t *testing.T) {
 		t.Fatalf("GET /health: %d, X-Request-ID %q", r.code, r.header.Get("X-Request-ID"))
 	}
 	var msgs []string
-	for _, rec := range records(t, &logs) {
+	for _, rec := range jsonLines(t, logs.Bytes()) {
 		if rec["request_id"] != "probe-42" {
 			t.Errorf("line without the request's id: %v", rec)
 		}
