@@ -288,23 +288,10 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 	if err := p.sweep(ctx, &sum); err != nil {
 		return sum, err
 	}
-	after := ""
-	for {
-		page, err := p.bucket.List(ctx, InboxPrefix, after, p.cfg.PageSize)
-		if err != nil {
-			return sum, fmt.Errorf("inbox scan: list: %w", err)
-		}
-		skipTo := ""
-		for _, o := range page {
+	err := p.eachPage(ctx, InboxPrefix, "", func(objs []pipeline.ObjectInfo) (bool, error) {
+		for _, o := range objs {
 			if ctx.Err() != nil {
-				return sum, ctx.Err()
-			}
-			if next, ok := skipFolder(o.Key); ok {
-				// The market communication reads these folders itself; a
-				// folder of 200,000 EDIFACT files is stepped over in one
-				// listing instead of page by page.
-				skipTo = next
-				break
+				return false, ctx.Err()
 			}
 			sum.Seen++
 			out, err := p.handle(ctx, o)
@@ -315,14 +302,12 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 			p.m.files.WithLabelValues(outcomeLabel(out)).Inc()
 			sum.add(out)
 		}
-		if skipTo != "" {
-			after = skipTo
-			continue
-		}
-		if len(page) < p.cfg.PageSize {
-			break
-		}
-		after = page[len(page)-1].Key
+		return true, nil
+	})
+	if err != nil && err != ctx.Err() {
+		return sum, fmt.Errorf("inbox scan: %w", err)
+	} else if err != nil {
+		return sum, err // cut short between two files
 	}
 	p.m.pending.Set(float64(sum.Busy + sum.Failed + sum.Skipped))
 	if sum.Seen > 0 {
@@ -330,6 +315,40 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration_s", time.Since(start).Seconds())
 	}
 	return sum, nil
+}
+
+// eachPage lists the inbox under prefix after startAfter one page at a time
+// and calls fn with each page's objects, until the listing ends or fn returns
+// false or an error. A page is cut at the first key in a folder that
+// skipFolder names, and the next listing starts after that folder: the
+// market communication reads these folders itself, and a folder of 200,000
+// EDIFACT files is stepped over in one listing instead of page by page.
+func (p *Processor) eachPage(ctx context.Context, prefix, startAfter string, fn func([]pipeline.ObjectInfo) (bool, error)) error {
+	after := startAfter
+	for {
+		page, err := p.bucket.List(ctx, prefix, after, p.cfg.PageSize)
+		if err != nil {
+			return fmt.Errorf("list: %w", err)
+		}
+		objs, skipTo := page, ""
+		for i, o := range page {
+			if next, ok := skipFolder(o.Key); ok {
+				objs, skipTo = page[:i], next
+				break
+			}
+		}
+		if more, err := fn(objs); err != nil || !more {
+			return err
+		}
+		switch {
+		case skipTo != "":
+			after = skipTo
+		case len(page) < p.cfg.PageSize:
+			return nil
+		default:
+			after = page[len(page)-1].Key
+		}
+	}
 }
 
 // skipFolder reports whether key lies in a folder under inbox/ that another
