@@ -459,7 +459,7 @@ func (s *Server) getConsoleInbox(c *gin.Context) {
 // splitInboxKey names portfolio, kind and file of inbox/<portfolio>/<kind>/<name>;
 // a key outside that layout (a TSO answer under inbox/tso/) names none.
 func splitInboxKey(key string) (portfolio, kind, name string) {
-	if parts := strings.Split(strings.TrimPrefix(key, inboxPrefix), "/"); len(parts) == 3 {
+	if parts := strings.Split(strings.TrimPrefix(key, inbox.InboxPrefix), "/"); len(parts) == 3 {
 		return parts[0], parts[1], parts[2]
 	}
 	return "", "", ""

@@ -34,6 +34,12 @@ func logRecords(t *testing.T, path string) []map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return jsonLines(t, b)
+}
+
+// jsonLines decodes JSON log lines, one record a line.
+func jsonLines(t *testing.T, b []byte) []map[string]any {
+	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if line == "" {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/pipeline"
-	"github.com/schedbridge/schedbridge/pipeline/mako"
 	"github.com/schedbridge/schedbridge/pipeline/price"
 )
 
@@ -345,7 +344,7 @@ func (s *Server) getMobileAlerts(c *gin.Context) {
 // have not gone out is at risk.
 const deadlineWarning = 90 * time.Minute
 
-// spotPublished is when the day-ahead auction's prices are out (12:45
+// spotPublishedHour is when the day-ahead auction's prices are out (12:45
 // Berlin, with a margin): spot prices missing after it are an alert.
 const spotPublishedHour = 13
 
@@ -384,11 +383,11 @@ func (s *Server) activeAlerts(ctx context.Context) ([]Alert, error) {
 		}
 	}
 	if s.deps.Mako != nil {
-		ov, err := s.deps.Mako.Overview(ctx, 365, mako.OrderStatus)
+		red, err := s.redPartners(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("market partners: %w", err)
+			return nil, err
 		}
-		if red := ov.Counts[mako.Red]; red > 0 {
+		if red > 0 {
 			out = append(out, Alert{Severity: severityWarning, Kind: "red_partners", Title: fmt.Sprintf("%d market partners red", red)})
 		}
 	}

@@ -113,8 +113,6 @@ func inboxRow(f pipeline.InboxFile) InboxFileRow {
 	return r
 }
 
-const inboxPrefix = "inbox/"
-
 func (s *Server) getInbox(c *gin.Context) {
 	var problems []ingest.Problem
 	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))

@@ -3,7 +3,6 @@ package api_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"regexp"
@@ -12,27 +11,11 @@ import (
 	"time"
 
 	"github.com/schedbridge/schedbridge/api"
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
 var generatedID = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
-// records decodes a buffer of JSON log lines.
-func records(t *testing.T, b *bytes.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 // TestRequestID: every answer carries X-Request-ID, the client's when it is
 // sane, a generated one otherwise; the access log line carries the same id
@@ -40,7 +23,7 @@ func records(t *testing.T, b *bytes.Buffer) []map[string]any {
 // entry stores it.
 func TestRequestID(t *testing.T) {
 	var logs bytes.Buffer
-	f := newFixture(t, sqldb.SQLite, api.Config{Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	f := newFixture(t, sqldb.SQLite, api.Config{Logger: slog.New(requestid.Handler(slog.NewJSONHandler(&logs, nil)))})
 	tests := []struct {
 		name, method, path string
 		sent               string // "" sends no header
@@ -80,7 +63,7 @@ func TestRequestID(t *testing.T) {
 				t.Errorf("answered id %q, want a generated one", id)
 			}
 			var access []map[string]any
-			for _, rec := range records(t, &logs) {
+			for _, rec := range jsonLines(t, logs.Bytes()) {
 				if rec["request_id"] != id {
 					t.Errorf("line without the request's id: %v", rec)
 				}
@@ -114,14 +97,14 @@ func (downDB) Ping(context.Context) error { return errors.New("connection refuse
 // context carries the request's id too, not only the access line.
 func TestRequestIDInHandlerLogs(t *testing.T) {
 	var logs bytes.Buffer
-	srv := api.New(api.Config{Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&logs, nil))},
+	srv := api.New(api.Config{Now: func() time.Time { return now }, Logger: slog.New(requestid.Handler(slog.NewJSONHandler(&logs, nil)))},
 		api.Deps{DB: downDB{}})
 	r := serve(srv, (&fixture{}).request("GET", "/health", nil, "X-Request-ID", "probe-42"))
 	if r.code != 503 || r.header.Get("X-Request-ID") != "probe-42" {
 		t.Fatalf("GET /health: %d, X-Request-ID %q", r.code, r.header.Get("X-Request-ID"))
 	}
 	var msgs []string
-	for _, rec := range records(t, &logs) {
+	for _, rec := range jsonLines(t, logs.Bytes()) {
 		if rec["request_id"] != "probe-42" {
 			t.Errorf("line without the request's id: %v", rec)
 		}

@@ -128,7 +128,9 @@ type Config struct {
 	RetryAfter time.Duration
 	// Now is the clock; tests inject a fixed one.
 	Now func() time.Time
-	// Logger receives structured request and error logs.
+	// Logger receives structured request and error logs. Its lines carry
+	// the request's id when its handler is wrapped by requestid.Handler, as
+	// cmd/schedbridge wraps the one logger every package gets.
 	Logger *slog.Logger
 	// Registry receives the API's metrics; nil creates a private one.
 	Registry *prometheus.Registry
@@ -197,10 +199,7 @@ func New(cfg Config, deps Deps) *Server {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	// Every line logged with a request's context carries its id, whoever
-	// wired the logger.
-	logger := slog.New(requestid.Handler(cfg.Logger.Handler()))
-	s := &Server{cfg: cfg, deps: deps, log: logger, now: cfg.Now, limiters: map[string]*rate.Limiter{}}
+	s := &Server{cfg: cfg, deps: deps, log: cfg.Logger, now: cfg.Now, limiters: map[string]*rate.Limiter{}}
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedbridge_http_requests_total", Help: "HTTP requests by method, route and status code.",
 	}, []string{"method", "route", "code"})

@@ -157,13 +157,11 @@ func (s *Server) summary(ctx context.Context, day pipeline.Day) (ConsoleSummary,
 	})
 	if s.deps.Mako != nil {
 		g.Go(func() error {
-			ov, err := s.deps.Mako.Overview(gctx, 365, mako.OrderStatus)
-			if err != nil {
-				return fmt.Errorf("market partners: %w", err)
+			red, err := s.redPartners(gctx)
+			if err == nil {
+				sum.RedPartners = &red
 			}
-			red := ov.Counts[mako.Red]
-			sum.RedPartners = &red
-			return nil
+			return err
 		})
 	}
 	if s.deps.Marktdaten != nil {
@@ -208,6 +206,16 @@ func (s *Server) inboxSummary(ctx context.Context, now time.Time) (*InboxSummary
 	}
 	return &InboxSummary{Pending: pending.Count, PendingTruncated: pending.Truncated, OldestPending: pending.Oldest,
 		Processing: counts.Processing, Failed24h: counts.Failed, Rejected24h: counts.Rejected}, nil
+}
+
+// redPartners counts the market partners that the overview of the last 365
+// days shows red.
+func (s *Server) redPartners(ctx context.Context) (int, error) {
+	ov, err := s.deps.Mako.Overview(ctx, 365, mako.OrderStatus)
+	if err != nil {
+		return 0, fmt.Errorf("market partners: %w", err)
+	}
+	return ov.Counts[mako.Red], nil
 }
 
 // missingPrices counts the quarter-hours without spot price on the delivery

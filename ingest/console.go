@@ -65,11 +65,10 @@ func DecodeInboxRetry(body []byte) (int64, error) {
 }
 
 // positiveInt validates an integer > 0 as pydantic's PositiveInt does in
-// strict JSON: a number without a fraction; strings are refused.
+// strict JSON: a number without a fraction; strings, like any other kind,
+// are refused.
 func (c *checker) positiveInt(loc path, v *node) int64 {
 	switch {
-	case v.kind == kindString:
-		c.fail(loc, "int_type", "Input should be a valid integer", v, nil)
 	case v.kind != kindNumber:
 		c.fail(loc, "int_type", "Input should be a valid integer", v, nil)
 	case v.num != math.Trunc(v.num) || math.IsInf(v.num, 0) || math.Abs(v.num) > 1<<53:

@@ -72,17 +72,11 @@ func From(ctx context.Context) string {
 }
 
 // Handler wraps h so that a record logged with a context carrying an id gets
-// the attribute request_id. Wrapping a handler that Handler returned returns
-// it unchanged, so that the API and the binary can both wrap their logger
-// without writing the id twice. Like every attribute of a record, the id
-// lands in the groups a logger opened with WithGroup; the loggers of this
-// project open none.
-func Handler(h slog.Handler) slog.Handler {
-	if _, ok := h.(handler); ok {
-		return h
-	}
-	return handler{h}
-}
+// the attribute request_id. The binary wraps its one logger, which every
+// package gets, so the id is written once. Like every attribute of a record,
+// the id lands in the groups a logger opened with WithGroup; the loggers of
+// this project open none.
+func Handler(h slog.Handler) slog.Handler { return handler{h} }
 
 type handler struct{ next slog.Handler }
 

@@ -229,7 +229,7 @@ func (p *Processor) processAnswer(ctx context.Context, f pipeline.InboxFile, l l
 		return outcomeFailed, err
 	}
 	f.State, f.DestKey, f.Result, f.Status = pipeline.InboxStaged, dest, receipt, pipeline.Status(status)
-	return p.finish(ctx, f)
+	return p.finish(ctx, f, false)
 }
 
 // answerEvent is the console event of a processed answer, built from its

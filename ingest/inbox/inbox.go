@@ -288,23 +288,10 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 	if err := p.sweep(ctx, &sum); err != nil {
 		return sum, err
 	}
-	after := ""
-	for {
-		page, err := p.bucket.List(ctx, InboxPrefix, after, p.cfg.PageSize)
-		if err != nil {
-			return sum, fmt.Errorf("inbox scan: list: %w", err)
-		}
-		skipTo := ""
-		for _, o := range page {
+	err := p.eachPage(ctx, InboxPrefix, "", func(objs []pipeline.ObjectInfo) (bool, error) {
+		for _, o := range objs {
 			if ctx.Err() != nil {
-				return sum, ctx.Err()
-			}
-			if next, ok := skipFolder(o.Key); ok {
-				// The market communication reads these folders itself; a
-				// folder of 200,000 EDIFACT files is stepped over in one
-				// listing instead of page by page.
-				skipTo = next
-				break
+				return false, ctx.Err()
 			}
 			sum.Seen++
 			out, err := p.handle(ctx, o)
@@ -315,14 +302,12 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 			p.m.files.WithLabelValues(outcomeLabel(out)).Inc()
 			sum.add(out)
 		}
-		if skipTo != "" {
-			after = skipTo
-			continue
-		}
-		if len(page) < p.cfg.PageSize {
-			break
-		}
-		after = page[len(page)-1].Key
+		return true, nil
+	})
+	if err != nil && err != ctx.Err() {
+		return sum, fmt.Errorf("inbox scan: %w", err)
+	} else if err != nil {
+		return sum, err // cut short between two files
 	}
 	p.m.pending.Set(float64(sum.Busy + sum.Failed + sum.Skipped))
 	if sum.Seen > 0 {
@@ -330,6 +315,40 @@ func (p *Processor) Scan(ctx context.Context) (Summary, error) {
 			"busy", sum.Busy, "failed", sum.Failed, "skipped", sum.Skipped, "duration_s", time.Since(start).Seconds())
 	}
 	return sum, nil
+}
+
+// eachPage lists the inbox under prefix after startAfter one page at a time
+// and calls fn with each page's objects, until the listing ends or fn returns
+// false or an error. A page is cut at the first key in a folder that
+// skipFolder names, and the next listing starts after that folder: the
+// market communication reads these folders itself, and a folder of 200,000
+// EDIFACT files is stepped over in one listing instead of page by page.
+func (p *Processor) eachPage(ctx context.Context, prefix, startAfter string, fn func([]pipeline.ObjectInfo) (bool, error)) error {
+	after := startAfter
+	for {
+		page, err := p.bucket.List(ctx, prefix, after, p.cfg.PageSize)
+		if err != nil {
+			return fmt.Errorf("list: %w", err)
+		}
+		objs, skipTo := page, ""
+		for i, o := range page {
+			if next, ok := skipFolder(o.Key); ok {
+				objs, skipTo = page[:i], next
+				break
+			}
+		}
+		if more, err := fn(objs); err != nil || !more {
+			return err
+		}
+		switch {
+		case skipTo != "":
+			after = skipTo
+		case len(page) < p.cfg.PageSize:
+			return nil
+		default:
+			after = page[len(page)-1].Key
+		}
+	}
 }
 
 // skipFolder reports whether key lies in a folder under inbox/ that another
@@ -386,7 +405,7 @@ func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 		if err != nil || !ok {
 			continue
 		}
-		out, err := p.finish(ctx, claim)
+		out, err := p.finish(ctx, claim, true)
 		if err != nil {
 			_, _ = p.attemptFailed(ctx, claim, err)
 			p.cfg.Logger.Error("inbox sweep failed", "key", f.Key, "err", err)
@@ -463,7 +482,7 @@ func (p *Processor) handle(ctx context.Context, o pipeline.ObjectInfo) (outcome,
 		// Interrupted after staging or rejecting. If the object is a new
 		// drop under the same name, the interrupted one was moved already:
 		// close it, then claim the new object.
-		out, err := p.finish(ctx, claim)
+		out, err := p.finish(ctx, claim, true)
 		if err != nil {
 			return p.attemptFailed(ctx, claim, err)
 		}
@@ -707,7 +726,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	}
 	p.m.values.Add(float64(res.Values))
 	f.State, f.DestKey, f.Result, f.Status, f.InputHash = pipeline.InboxStaged, dest, receipt, sr.Status, res.InputHash
-	return p.finish(ctx, f)
+	return p.finish(ctx, f, false)
 }
 
 // gone reports whether the claimed version of a file is no longer there to
@@ -835,14 +854,15 @@ func (p *Processor) reject(ctx context.Context, f pipeline.InboxFile, l layout, 
 		return outcomeFailed, err
 	}
 	f.State, f.DestKey, f.Result, f.Reason = pipeline.InboxRejecting, dest, doc, why.reason
-	return p.finish(ctx, f)
+	return p.finish(ctx, f, false)
 }
 
 // finish moves a staged or rejected file out of the inbox and closes its
 // row. Every step may run again after a crash: the document is written
 // before the move, so a file is never in processed/ or rejected/ without
-// it, and a missing source means the move happened already.
-func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, error) {
+// it, and a missing source means the move happened already. resumed tells
+// a finish taken up from an interrupted attempt (see writeLatest).
+func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile, resumed bool) (outcome, error) {
 	docKey, kind, out := f.DestKey+".receipt.json", "inbox.processed", outcomeProcessed
 	if f.State == pipeline.InboxRejecting {
 		docKey, kind, out = f.DestKey+".errors.json", "inbox.rejected", outcomeRejected
@@ -850,7 +870,7 @@ func (p *Processor) finish(ctx context.Context, f pipeline.InboxFile) (outcome, 
 	if err := p.bucket.Put(ctx, docKey, bytes.NewReader(f.Result), int64(len(f.Result))); err != nil {
 		return outcomeFailed, fmt.Errorf("write %s: %w", docKey, err)
 	}
-	if err := p.writeLatest(ctx, f, docKey, out); err != nil {
+	if err := p.writeLatest(ctx, f, docKey, out, resumed); err != nil {
 		return outcomeFailed, err
 	}
 	cur, err := p.bucket.Stat(ctx, f.Key)
@@ -917,20 +937,20 @@ type Latest struct {
 
 // writeLatest puts the file's result at LatestKey. finish calls it after
 // the numbered document is written, so the latest document is never newer
-// than the history; a crash before the row is closed writes both again. It
-// does not replace the document of a newer file (a higher id), which a
-// finish resumed after a restart could otherwise do.
-func (p *Processor) writeLatest(ctx context.Context, f pipeline.InboxFile, docKey string, out outcome) error {
+// than the history; a crash before the row is closed writes both again.
+//
+// A resumed finish does not replace the document of a newer file (a higher
+// id), which one whose process stalled past its lease could otherwise do. A
+// first finish needs no such read: a key has one open record at most (the
+// inbox_files_open index), so no newer file of the key has been claimed
+// while this one is open.
+func (p *Processor) writeLatest(ctx context.Context, f pipeline.InboxFile, docKey string, out outcome, resumed bool) error {
 	key := LatestKey(f.Key)
-	if r, err := p.bucket.Get(ctx, key); err == nil {
-		var cur Latest
-		derr := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&cur)
-		r.Close()
-		if derr == nil && cur.ID > f.ID {
-			return nil
+	if resumed {
+		newer, err := p.newerLatest(ctx, key, f.ID)
+		if err != nil || newer {
+			return err
 		}
-	} else if pipeline.KindOf(err) != pipeline.NotFound {
-		return fmt.Errorf("read %s: %w", key, err)
 	}
 	doc, err := json.MarshalIndent(Latest{Outcome: outcomeLabel(out), ID: f.ID, File: f.Key, Document: docKey,
 		Result: json.RawMessage(f.Result)}, "", "  ")
@@ -941,6 +961,22 @@ func (p *Processor) writeLatest(ctx context.Context, f pipeline.InboxFile, docKe
 		return fmt.Errorf("write %s: %w", key, err)
 	}
 	return nil
+}
+
+// newerLatest reports whether the document at key belongs to a file with an
+// id above id. A document that does not decode counts as older, and is
+// replaced.
+func (p *Processor) newerLatest(ctx context.Context, key string, id int64) (bool, error) {
+	r, err := p.bucket.Get(ctx, key)
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
+	defer r.Close()
+	var cur Latest
+	derr := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(&cur)
+	return derr == nil && cur.ID > id, nil
 }
 
 // freeKey returns key, or key with the file's id before its extension when

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 )
@@ -36,8 +37,8 @@ func TestLatestKey(t *testing.T) {
 
 // TestLatestReceipt uploads x.csv three times (valid, invalid, valid again):
 // receipts/p1/metered-data/x.csv.json always holds the newest result, the
-// numbered documents in processed/ and rejected/ all stay, and a finish of
-// an older file never replaces a newer file's result.
+// numbered documents in processed/ and rejected/ all stay, and a resumed
+// finish of an older file never replaces a newer file's result.
 func TestLatestReceipt(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		p := e.processor(t, "A")
@@ -101,13 +102,23 @@ func TestLatestReceipt(t *testing.T) {
 			t.Errorf("receipts/ = %v, want the one latest document", got)
 		}
 
-		// A document of a newer file (a higher id) is not replaced.
+		// A finish resumed after an interrupted attempt does not replace the
+		// document of a newer file (a higher id).
 		const other = "inbox/p1/metered-data/y.csv"
+		crashing, err := inbox.New(&failingBucket{Bucket: e.bucket, failMoves: 1}, store{e.db},
+			inbox.Config{Owner: "crashing", Lease: time.Minute, Now: e.clock.Now, SpoolDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.put(t, other, meteredCSV(";", twoDays...))
+		if sum := scan(t, crashing); sum.Failed != 1 {
+			t.Fatalf("y.csv with a failing move: scan = %+v", sum)
+		}
 		newer := []byte(`{"outcome":"processed","id":999999,"file":"` + other + `","document":"elsewhere","result":{}}`)
 		e.put(t, inbox.LatestKey(other), newer)
-		e.put(t, other, meteredCSV(";", twoDays...))
+		e.clock.Add(2 * time.Minute)
 		if sum := scan(t, p); sum.Processed != 1 {
-			t.Fatalf("y.csv: scan = %+v", sum)
+			t.Fatalf("y.csv resumed: scan = %+v", sum)
 		}
 		if got := e.get(t, inbox.LatestKey(other)); !bytes.Equal(got, newer) {
 			t.Errorf("a newer file's result was replaced: %s", got)

@@ -258,40 +258,25 @@ func (p *Processor) PendingStats(ctx context.Context, upTo int) (pipeline.Pendin
 }
 
 // eachPending calls fn with each waiting file under prefix after startAfter
-// until fn returns false or the listing ends, listing and looking up one page at a
-// time, as the scan does.
+// until fn returns false or the listing ends, listing and looking up one
+// page at a time, as the scan does.
 func (p *Processor) eachPending(ctx context.Context, prefix, startAfter string, fn func(pipeline.ObjectInfo) bool) error {
-	after := startAfter
-	for {
-		page, err := p.bucket.List(ctx, prefix, after, p.cfg.PageSize)
-		if err != nil {
-			return fmt.Errorf("pending inbox files: list: %w", err)
-		}
-		objs, skipTo := page, ""
-		for i, o := range page {
-			if next, ok := skipFolder(o.Key); ok {
-				objs, skipTo = page[:i], next
-				break
-			}
-		}
+	err := p.eachPage(ctx, prefix, startAfter, func(objs []pipeline.ObjectInfo) (bool, error) {
 		waiting, err := p.store.UnclaimedInboxObjects(ctx, objs)
 		if err != nil {
-			return fmt.Errorf("pending inbox files: %w", err)
+			return false, err
 		}
 		for _, o := range waiting {
 			if !fn(o) {
-				return nil
+				return false, nil
 			}
 		}
-		switch {
-		case skipTo != "":
-			after = skipTo
-		case len(page) < p.cfg.PageSize:
-			return nil
-		default:
-			after = page[len(page)-1].Key
-		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("pending inbox files: %w", err)
 	}
+	return nil
 }
 
 // maxErrorText bounds the error recorded on a row: enough for the cause

@@ -26,14 +26,3 @@ var DefaultTSOParty = map[pipeline.ControlArea]string{
 	pipeline.TenneT:     "10XDE-EON-NETZ-C",
 	pipeline.TransnetBW: "10XDE-ENBW--TNGX",
 }
-
-// EIC object types (the third character of a code) used in schedules.
-const (
-	EICParty = pipeline.EICParty // market participants, in Germany also balancing groups
-	EICArea  = pipeline.EICArea  // areas such as control areas
-)
-
-// ValidateEIC checks that code is a well-formed EIC of the given object type;
-// see pipeline.ValidateEIC, which portfolios use too, so that a code accepted
-// at the door is one a schedule accepts.
-func ValidateEIC(code string, typ byte) error { return pipeline.ValidateEIC(code, typ) }

@@ -224,14 +224,14 @@ func validate(m Message) error {
 			return err
 		}
 	}
-	if err := eicField("SenderIdentification", m.Sender, EICParty); err != nil {
+	if err := eicField("SenderIdentification", m.Sender, pipeline.EICParty); err != nil {
 		return err
 	}
-	if err := eicField("ReceiverIdentification", m.Receiver, EICParty); err != nil {
+	if err := eicField("ReceiverIdentification", m.Receiver, pipeline.EICParty); err != nil {
 		return err
 	}
 	if m.Domain != "" {
-		if err := eicField("Domain", m.Domain, EICArea); err != nil {
+		if err := eicField("Domain", m.Domain, pipeline.EICArea); err != nil {
 			return err
 		}
 	}
@@ -291,10 +291,10 @@ func validSeries(s Series, m Message, n int) error {
 		name, v string
 		typ     byte
 	}{
-		{"InArea", s.InArea, EICArea},
-		{"OutArea", s.OutArea, EICArea},
-		{"InParty", s.InParty, EICParty},
-		{"OutParty", s.OutParty, EICParty},
+		{"InArea", s.InArea, pipeline.EICArea},
+		{"OutArea", s.OutArea, pipeline.EICArea},
+		{"InParty", s.InParty, pipeline.EICParty},
+		{"OutParty", s.OutParty, pipeline.EICParty},
 	} {
 		if err := eicField(f.name, f.v, f.typ); err != nil {
 			return err
@@ -320,7 +320,7 @@ func validSeries(s Series, m Message, n int) error {
 }
 
 func eicField(name, v string, typ byte) error {
-	if err := ValidateEIC(v, typ); err != nil {
+	if err := pipeline.ValidateEIC(v, typ); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil

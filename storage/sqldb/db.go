@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -163,8 +164,9 @@ type templateData struct{ ID, TS string }
 func (db *DB) migrator() *migrate.Migrator { return db.migratorOf(allMigrations()) }
 
 // allMigrations is the schema history: the embedded SQL files and the
-// migrations written in Go.
-func allMigrations() *migrate.Migrations {
+// migrations written in Go. It is discovered once, since the readiness
+// probe asks for it every few seconds; migrators only read it.
+var allMigrations = sync.OnceValue(func() *migrate.Migrations {
 	ms := migrate.NewMigrations()
 	if err := ms.Discover(migrationFiles); err != nil {
 		// The files are embedded at build time; a failure here is a build defect.
@@ -172,7 +174,7 @@ func allMigrations() *migrate.Migrations {
 	}
 	registerBinaryValues(ms)
 	return ms
-}
+})
 
 func (db *DB) migratorOf(ms *migrate.Migrations) *migrate.Migrator {
 	td := templateData{ID: "INTEGER PRIMARY KEY AUTOINCREMENT", TS: "TIMESTAMP"}
@@ -225,7 +227,7 @@ func (db *DB) PendingMigrations(ctx context.Context) ([]string, error) {
 // CheckSchema reports whether every migration this binary embeds is
 // applied, for the readiness probe. It only reads the migration table (no
 // Init, no lock), so it costs one small query and writes nothing, and it
-// caches nothing: a migration applied by another process or by `schedbridge
+// caches no status: a migration applied by another process or by `schedbridge
 // migrate` counts from the next call on. Migrations applied that this binary
 // does not know are fine: during a rolling upgrade the old release keeps
 // serving on the schema the new release expanded. A missing migration table

@@ -83,6 +83,21 @@ func (db *DB) lockedInboxRow(ctx context.Context, tx bun.Tx, id int64) (inboxRow
 	return row, nil
 }
 
+// markRetried marks the locked record row retried at now and records ev, in
+// tx, unless it is marked already: a retry is marked, and announced, once.
+func markRetried(ctx context.Context, tx bun.Tx, row *inboxRow, now time.Time, ev pipeline.Event) error {
+	if row.RetriedAt != nil {
+		return nil
+	}
+	at := now.UTC()
+	if _, err := tx.NewUpdate().Model((*inboxRow)(nil)).Set("retried_at = ?", at).
+		Where("id = ?", row.ID).Exec(ctx); err != nil {
+		return fmt.Errorf("mark inbox file %d retried: %w", row.ID, err)
+	}
+	row.RetriedAt = &at
+	return insertEvent(ctx, tx, ev)
+}
+
 // MarkInboxRetried marks a failed record as sent back into the inbox and
 // records ev in the same transaction, so that the scans take its object
 // again as a new life. It is idempotent: a record marked already is
@@ -99,16 +114,8 @@ func (db *DB) MarkInboxRetried(ctx context.Context, id int64, now time.Time, ev 
 		if row.State != string(pipeline.InboxFailed) {
 			return pipeline.Errorf(pipeline.Conflict, "inbox file %d is %s, not failed", id, row.State)
 		}
-		if row.RetriedAt == nil {
-			at := now.UTC()
-			if _, err := tx.NewUpdate().Model((*inboxRow)(nil)).Set("retried_at = ?", at).
-				Where("id = ?", id).Exec(ctx); err != nil {
-				return fmt.Errorf("mark inbox file %d retried: %w", id, err)
-			}
-			row.RetriedAt = &at
-			if err := insertEvent(ctx, tx, ev); err != nil {
-				return err
-			}
+		if err := markRetried(ctx, tx, &row, now, ev); err != nil {
+			return err
 		}
 		out = row.domain()
 		return nil
@@ -225,16 +232,8 @@ func (db *DB) FinishInboxRetry(ctx context.Context, claimID int64, owner string,
 		if err != nil {
 			return err
 		}
-		if rec.RetriedAt == nil {
-			at := now.UTC()
-			if _, err := tx.NewUpdate().Model((*inboxRow)(nil)).Set("retried_at = ?", at).
-				Where("id = ?", id).Exec(ctx); err != nil {
-				return fmt.Errorf("mark inbox file %d retried: %w", id, err)
-			}
-			rec.RetriedAt = &at
-			if err := insertEvent(ctx, tx, ev); err != nil {
-				return err
-			}
+		if err := markRetried(ctx, tx, &rec, now, ev); err != nil {
+			return err
 		}
 		out = rec.domain()
 		return nil
