@@ -426,8 +426,10 @@ func helpFlags(c *command) *flag.FlagSet {
 	return fs
 }
 
-// fail reports the error of a command. Bad arguments, whether the command
-// line caught them or the domain did, exit 2 with one line on stderr; a
+// fail reports the error of a command. Bad input exits 2 with one line on
+// stderr: a mistake on the command line (usagef) with a hint to the usage
+// as its second line, bad data the domain refused (pipeline.Invalid, such
+// as an unknown portfolio) without one, since the usage would not help. A
 // failure of the work itself exits 1 and is, off a terminal, a log record
 // like the command's other lines.
 func (a *app) fail(err error) int {

@@ -134,7 +134,9 @@ func TestInboxPutAndScan(t *testing.T) {
 	// sees the one file above only.
 	for _, id := range []string{"nope", "tso"} {
 		out, errOut := in.cli(2, "inbox", "put", file, "--portfolio", id, "--kind", "metered-data")
-		if out != "" || !strings.Contains(errOut, `unknown portfolio "`+id+`"`) || strings.Contains(errOut, "100.0%") {
+		// A data problem: one line, no hint to the usage.
+		if out != "" || !strings.Contains(errOut, `unknown portfolio "`+id+`"`) || strings.Contains(errOut, "100.0%") ||
+			strings.Contains(errOut, "--help") || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("unknown portfolio %s: stdout %q stderr %q", id, out, errOut)
 		}
 		if _, err := os.Stat(filepath.Join(in.dataDir(), "bucket", "inbox", id)); !os.IsNotExist(err) {

@@ -188,7 +188,7 @@ func (a *app) linkIssuer(u *portal.User, what string) error {
 	}
 	issuer := a.cfg.Portal.OIDC.Issuer
 	if issuer == "" {
-		return usagef("%s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first", what)
+		return pipeline.Errorf(pipeline.Invalid, "%s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first", what)
 	}
 	u.SSOIssuer = issuer
 	return nil
@@ -230,7 +230,7 @@ func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
 		}
 	}
 	if len(subjects) > 0 && a.cfg.Portal.OIDC.Issuer == "" {
-		return usagef("%s: the sso_subject of personalnummer %s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first",
+		return pipeline.Errorf(pipeline.Invalid, "%s: the sso_subject of personalnummer %s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first",
 			path, abbreviate(subjects))
 	}
 	db, err := a.openDB(ctx)
@@ -387,7 +387,7 @@ func (a *app) portalUserPut(ctx context.Context, pos []string, email, name, role
 	// change: its roles would otherwise become an applicant's.
 	switch cur, err := db.UserByEmail(ctx, addr); {
 	case err == nil && cur.EmployeeID != "":
-		return usagef("%s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
+		return pipeline.Errorf(pipeline.Invalid, "%s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
 	case err != nil && pipeline.KindOf(err) != pipeline.NotFound:
 		return err
 	}
