@@ -142,6 +142,17 @@ func noArgs(fn func(ctx context.Context) error) action {
 	}
 }
 
+// oneArg is the action of a command that takes exactly one argument; what
+// names it in the refusal ("FILE", "key ID").
+func oneArg(what string, fn func(ctx context.Context, arg string) error) action {
+	return func(ctx context.Context, args []string) error {
+		if len(args) != 1 {
+			return usagef("want exactly one %s", what)
+		}
+		return fn(ctx, args[0])
+	}
+}
+
 // leaves lists the runnable commands below c, depth first.
 func (c *command) leaves() []*command {
 	if c.define != nil {

@@ -112,23 +112,20 @@ func cmdMakoSync(a *app, fs *flag.FlagSet) action {
 }
 
 func cmdMakoRegistry(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE")
-		}
-		f, err := os.Open(pos[0])
+	return oneArg("FILE", func(ctx context.Context, path string) error {
+		f, err := os.Open(path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
 		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
-			res, skipped, err := m.ImportRegistry(ctx, "cli:"+pos[0], f)
+			res, skipped, err := m.ImportRegistry(ctx, "cli:"+path, f)
 			if err != nil {
 				return err
 			}
 			return out.Encode(map[string]any{"result": res, "skipped_rows": skipped})
 		})
-	}
+	})
 }
 
 func cmdMakoSend(a *app, fs *flag.FlagSet) action {

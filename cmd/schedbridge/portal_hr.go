@@ -23,12 +23,7 @@ import (
 // HR's CSV files (ingest/hr.go) before anything is written.
 
 func cmdPortalEmployeeImport(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE.csv")
-		}
-		return a.portalEmployeeImport(ctx, pos[0])
-	}
+	return oneArg("FILE.csv", a.portalEmployeeImport)
 }
 
 func cmdPortalEmployeeList(a *app, fs *flag.FlagSet) action {
@@ -48,12 +43,7 @@ func cmdPortalEmployeeList(a *app, fs *flag.FlagSet) action {
 }
 
 func cmdPortalCompensationImport(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE.csv")
-		}
-		return a.portalCompensationImport(ctx, pos[0])
-	}
+	return oneArg("FILE.csv", a.portalCompensationImport)
 }
 
 func cmdPortalCertificateStatus(a *app, fs *flag.FlagSet) action {
@@ -348,15 +338,12 @@ func cmdPortalUserPut(a *app, fs *flag.FlagSet) action {
 	name := fs.String("name", "", "full name (required)")
 	roles := fs.String("roles", "", "comma-separated roles (default "+portal.RoleApplicant+")")
 	magic := fs.Bool("magic-link", true, "allow sign-in by magic link to the e-mail address")
-	return func(ctx context.Context, pos []string) error {
-		return a.portalUserPut(ctx, pos, *email, *name, *roles, *magic)
-	}
+	return noArgs(func(ctx context.Context) error {
+		return a.portalUserPut(ctx, *email, *name, *roles, *magic)
+	})
 }
 
-func (a *app) portalUserPut(ctx context.Context, pos []string, email, name, roles string, magic bool) error {
-	if len(pos) != 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
+func (a *app) portalUserPut(ctx context.Context, email, name, roles string, magic bool) error {
 	var msgs []string
 	addr, err := portal.NormalizeEmail(email)
 	if email == "" {
