@@ -303,7 +303,7 @@ func (a *app) serve(ctx context.Context) error {
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopSched(); <-schedDone }()
 	if a.cfg.Pipeline.Scheduler {
-		specs, err := a.stageSpecs()
+		specs, err := a.cfg.Pipeline.stageSpecs()
 		if err != nil {
 			close(schedDone)
 			return err
