@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -149,8 +148,7 @@ func TestPortfolioEICAtTheDoor(t *testing.T) {
 	if strings.Contains(errOut, "invalid EIC") {
 		t.Errorf("portfolio list ran the startup check: %s", errOut)
 	}
-	cmd, logs := in.serve()
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
+	srv, logs := in.serve()
+	stop(t, srv, logs)
 	check("serve", logs.String())
 }

@@ -113,9 +113,9 @@ func TestSlowClientDropped(t *testing.T) {
 				t.Fatalf("answer %q: %v", answer, err)
 			}
 			const counted = `schedbridge_http_requests_total{code="408",method="POST",route="/v1/forecasts"}`
-			waitFor(t, "the 408 to be counted", 5*time.Second, func() bool { return in.metricIs(counted, "1") })
+			waitFor(t, "the 408 to be counted", 5*time.Second, func() bool { return in.metric(counted) == 1 })
 			// The request that reads the metrics is the only one in flight.
-			if !in.metricIs("schedbridge_http_requests_in_flight", "1") {
+			if in.metric("schedbridge_http_requests_in_flight") != 1 {
 				t.Error("a request is still in flight")
 			}
 			if err := srv.Process.Signal(syscall.SIGTERM); err != nil {

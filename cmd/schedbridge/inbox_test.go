@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -69,17 +67,10 @@ func (in *instance) second() *instance {
 
 func (in *instance) report(key string) map[string][]map[string]any {
 	in.t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+in.addr+"/v1/process/inbox?limit=1000", nil)
-	req.Header.Set("X-API-Key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	code, _, b := in.raw("GET", "/v1/process/inbox?limit=1000", key, nil)
 	var rep map[string]json.RawMessage
 	if err := json.Unmarshal(b, &rep); err != nil {
-		in.t.Fatalf("report %d: %s", resp.StatusCode, b)
+		in.t.Fatalf("report %d: %s", code, b)
 	}
 	out := map[string][]map[string]any{}
 	for _, k := range []string{"pending", "processing", "processed", "rejected"} {
