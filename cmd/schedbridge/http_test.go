@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,14 +42,7 @@ func TestHTTPConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := ""
-			if tt.yaml != "" {
-				path = filepath.Join(t.TempDir(), "c.yaml")
-				if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c, err := loadConfig(path, func(k string) string { return tt.env[k] })
+			c, err := loadConfig(configFile(t, tt.yaml), func(k string) string { return tt.env[k] })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one with %q", err, tt.wantErr)
