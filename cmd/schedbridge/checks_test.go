@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -21,23 +20,6 @@ type fakePortfolios struct {
 }
 
 func (f fakePortfolios) Portfolios(context.Context) ([]pipeline.Portfolio, error) { return f.ps, f.err }
-
-// logLines decodes JSON log lines.
-func logLines(t *testing.T, b []byte) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("log line %q is no JSON object: %v", line, err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
 
 func TestCheckStoredPortfolios(t *testing.T) {
 	ok := pipeline.Portfolio{ID: "ok", BalancingGroup: "11XACME-ENERGIEZ", ExchangeBalancingGroup: "10X1001A1001A094"}
@@ -61,7 +43,7 @@ func TestCheckStoredPortfolios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			lines := logLines(t, buf.Bytes())
+			lines := jsonLines(t, buf.String())
 			if n != len(tt.want) || len(lines) != len(tt.want) {
 				t.Fatalf("reported %d, logged %d lines, want %d:\n%s", n, len(lines), len(tt.want), buf.String())
 			}
@@ -149,8 +131,7 @@ func TestPortfolioEICAtTheDoor(t *testing.T) {
 	if strings.Contains(errOut, "invalid EIC") {
 		t.Errorf("portfolio list ran the startup check: %s", errOut)
 	}
-	cmd, logs := in.serve()
-	cmd.Process.Signal(syscall.SIGTERM)
-	cmd.Wait()
+	srv, logs := in.serve()
+	stop(t, srv, logs)
 	check("serve", logs.String())
 }

@@ -142,6 +142,17 @@ func noArgs(fn func(ctx context.Context) error) action {
 	}
 }
 
+// oneArg is the action of a command that takes exactly one argument; what
+// names it in the refusal ("FILE", "key ID").
+func oneArg(what string, fn func(ctx context.Context, arg string) error) action {
+	return func(ctx context.Context, args []string) error {
+		if len(args) != 1 {
+			return usagef("want exactly one %s", what)
+		}
+		return fn(ctx, args[0])
+	}
+}
+
 // leaves lists the runnable commands below c, depth first.
 func (c *command) leaves() []*command {
 	if c.define != nil {
@@ -426,8 +437,10 @@ func helpFlags(c *command) *flag.FlagSet {
 	return fs
 }
 
-// fail reports the error of a command. Bad arguments, whether the command
-// line caught them or the domain did, exit 2 with one line on stderr; a
+// fail reports the error of a command. Bad input exits 2 with one line on
+// stderr: a mistake on the command line (usagef) with a hint to the usage
+// as its second line, bad data the domain refused (pipeline.Invalid, such
+// as an unknown portfolio) without one, since the usage would not help. A
 // failure of the work itself exits 1 and is, off a terminal, a log record
 // like the command's other lines.
 func (a *app) fail(err error) int {

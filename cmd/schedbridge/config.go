@@ -20,8 +20,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/schedbridge/schedbridge/jobs"
-	"github.com/schedbridge/schedbridge/pipeline"
-	"github.com/schedbridge/schedbridge/pipeline/calendar"
 )
 
 // Config is the whole configuration of the binary. Every subcommand reads the
@@ -363,30 +361,17 @@ func (pc PipelineConfig) check() error {
 		return fmt.Errorf("pipeline: %s and %s must be positive and %s at least twice the heartbeat (got %s and %s), or live runs are failed",
 			keyName("pipeline.run_heartbeat"), keyName("pipeline.leader_poll"), keyName("pipeline.run_stale_after"), pc.RunHeartbeat, pc.RunStaleAfter)
 	}
-	for st := range pc.Schedule {
-		if _, err := pipeline.ParseStage(st); err != nil {
-			return fmt.Errorf("pipeline.schedule: %w", err)
-		}
+	if _, err := pc.stageSpecs(); err != nil {
+		return err
 	}
-	for mga, s := range pc.HolidayStates {
-		if _, err := calendar.ParseState(s); err != nil {
-			return fmt.Errorf("%s[%s]: %w", keyName("pipeline.holiday_states"), mga, err)
-		}
+	if _, err := pc.holidayStates(); err != nil {
+		return err
 	}
-	for _, m := range []struct {
-		key  string
-		eics map[string]string
-	}{{"pipeline.tso_party", pc.TSOParty}, {"pipeline.control_area_eic", pc.ControlAreaEIC}} {
-		for area, eic := range m.eics {
-			if _, ok := pipeline.ParseControlArea(area); !ok {
-				return fmt.Errorf("%s: unknown control area %q", keyName(m.key), area)
-			}
-			if !pipeline.ValidEIC(eic) {
-				return fmt.Errorf("%s[%s]: %q is not an EIC", keyName(m.key), area, eic)
-			}
-		}
+	if _, err := areaEICs("pipeline.tso_party", pc.TSOParty); err != nil {
+		return err
 	}
-	return nil
+	_, err := areaEICs("pipeline.control_area_eic", pc.ControlAreaEIC)
+	return err
 }
 
 func (mc MakoConfig) check() error {

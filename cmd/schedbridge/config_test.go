@@ -31,6 +31,20 @@ func yamlKeys(t reflect.Type, prefix string) []string {
 	return out
 }
 
+// configFile writes a YAML configuration for a test and returns its path,
+// or "" for an empty text: no --config.
+func configFile(t *testing.T, text string) string {
+	t.Helper()
+	if text == "" {
+		return ""
+	}
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // TestEveryKeyHasAnEnvVar: each YAML key of Config can be set from the
 // environment (a map through one variable or one per entry), and each
 // variable sets the key it names.
@@ -153,13 +167,7 @@ func TestConfigRefused(t *testing.T) {
 		{"webhook token and open", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN": "tok-hunter2secret", "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "true"}, "", []string{"webhook_open"}, "hunter2secret"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := ""
-			if c.yaml != "" {
-				path = filepath.Join(t.TempDir(), "c.yaml")
-				if err := os.WriteFile(path, []byte(c.yaml), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
+			path := configFile(t, c.yaml)
 			_, err := loadConfig(path, func(k string) string { return c.env[k] })
 			if err == nil {
 				t.Fatal("accepted")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,18 +16,6 @@ import (
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
-// envValue is the instance's last setting of an environment variable, as
-// the binary reads it.
-func (in *instance) envValue(name string) string {
-	v := ""
-	for _, e := range in.env {
-		if rest, ok := strings.CutPrefix(e, name+"="); ok {
-			v = rest
-		}
-	}
-	return v
-}
-
 // drop puts a file into the instance's bucket under key as a supplier's own
 // S3 client (or a copy into the directory) would: past the checks of
 // inbox put.
@@ -37,9 +24,9 @@ func (in *instance) drop(file, key string) {
 	ctx := context.Background()
 	var b objstore.Bucket
 	var err error
-	if ep := in.envValue("SCHEDBRIDGE_S3_ENDPOINT"); ep != "" {
-		b, err = objstore.NewS3(ctx, objstore.S3Config{Endpoint: ep, Bucket: in.envValue("SCHEDBRIDGE_S3_BUCKET"),
-			AccessKey: in.envValue("SCHEDBRIDGE_S3_ACCESS_KEY"), SecretKey: in.envValue("SCHEDBRIDGE_S3_SECRET_KEY")})
+	if ep := envValue(in.env, "SCHEDBRIDGE_S3_ENDPOINT"); ep != "" {
+		b, err = objstore.NewS3(ctx, objstore.S3Config{Endpoint: ep, Bucket: envValue(in.env, "SCHEDBRIDGE_S3_BUCKET"),
+			AccessKey: envValue(in.env, "SCHEDBRIDGE_S3_ACCESS_KEY"), SecretKey: envValue(in.env, "SCHEDBRIDGE_S3_SECRET_KEY")})
 	} else {
 		b, err = objstore.NewLocal(filepath.Join(in.dataDir(), "bucket"))
 	}
@@ -58,23 +45,16 @@ func (in *instance) drop(file, key string) {
 // consoleInbox lists the console's inbox in a state.
 func (in *instance) consoleInbox(key, state string) (int, http.Header, []map[string]any) {
 	in.t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+in.addr+"/v1/console/inbox?state="+state, nil)
-	req.Header.Set("X-API-Key", key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	code, hdr, b := in.raw("GET", "/v1/console/inbox?state="+state, key, nil)
 	var page struct {
 		Items []map[string]any `json:"items"`
 	}
-	if resp.StatusCode == 200 {
+	if code == 200 {
 		if err := json.Unmarshal(b, &page); err != nil {
 			in.t.Fatalf("inbox %s: %s", state, b)
 		}
 	}
-	return resp.StatusCode, resp.Header, page.Items
+	return code, hdr, page.Items
 }
 
 // meteredVersions counts the metered-data versions staged for a portfolio.

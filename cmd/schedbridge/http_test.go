@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,14 +42,7 @@ func TestHTTPConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := ""
-			if tt.yaml != "" {
-				path = filepath.Join(t.TempDir(), "c.yaml")
-				if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c, err := loadConfig(path, func(k string) string { return tt.env[k] })
+			c, err := loadConfig(configFile(t, tt.yaml), func(k string) string { return tt.env[k] })
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one with %q", err, tt.wantErr)
@@ -113,9 +104,9 @@ func TestSlowClientDropped(t *testing.T) {
 				t.Fatalf("answer %q: %v", answer, err)
 			}
 			const counted = `schedbridge_http_requests_total{code="408",method="POST",route="/v1/forecasts"}`
-			waitFor(t, "the 408 to be counted", 5*time.Second, func() bool { return in.metricIs(counted, "1") })
+			waitFor(t, "the 408 to be counted", 5*time.Second, func() bool { return in.metric(counted) == 1 })
 			// The request that reads the metrics is the only one in flight.
-			if !in.metricIs("schedbridge_http_requests_in_flight", "1") {
+			if in.metric("schedbridge_http_requests_in_flight") != 1 {
 				t.Error("a request is still in flight")
 			}
 			if err := srv.Process.Signal(syscall.SIGTERM); err != nil {

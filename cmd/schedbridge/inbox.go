@@ -120,7 +120,8 @@ func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 		if err := a.withDB(ctx, func(db *sqldb.DB) error {
 			_, err := db.Portfolio(ctx, *portfolio)
 			if pipeline.KindOf(err) == pipeline.NotFound {
-				return usagef("unknown portfolio %q: create it with `schedbridge portfolio put %s` (see `schedbridge portfolio list`)", *portfolio, *portfolio)
+				// A data problem, not a mistake on the command line: no usage hint.
+				return pipeline.Errorf(pipeline.Invalid, "unknown portfolio %q: create it with `schedbridge portfolio put %s` (see `schedbridge portfolio list`)", *portfolio, *portfolio)
 			}
 			return err
 		}); err != nil {

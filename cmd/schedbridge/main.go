@@ -201,16 +201,13 @@ func cmdKeyList(a *app, fs *flag.FlagSet) action {
 }
 
 func cmdKeyRevoke(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one key ID")
-		}
-		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeKey(ctx, pos[0], a.now()) }); err != nil {
+	return oneArg("key ID", func(ctx context.Context, id string) error {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.RevokeKey(ctx, id, a.now()) }); err != nil {
 			return err
 		}
-		a.note(fmt.Sprintf("key %s revoked", pos[0]), "key", pos[0])
+		a.note(fmt.Sprintf("key %s revoked", id), "key", id)
 		return nil
-	}
+	})
 }
 
 // entitlement holds the flags that say what a key or a machine client is
@@ -238,10 +235,7 @@ func (e entitlement) parse(pos []string) (pipeline.Scope, error) {
 func listCmd[T any](a *app, fs *flag.FlagSet, fetch func(*sqldb.DB, context.Context) ([]T, error),
 	header string, row func(T) []string) action {
 	asJSON := fs.Bool("json", false, "print JSON")
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 0 {
-			return usagef("unexpected argument %q", pos[0])
-		}
+	return noArgs(func(ctx context.Context) error {
 		var items []T
 		err := a.withDB(ctx, func(db *sqldb.DB) (err error) {
 			items, err = fetch(db, ctx)
@@ -259,7 +253,7 @@ func listCmd[T any](a *app, fs *flag.FlagSet, fetch func(*sqldb.DB, context.Cont
 			fmt.Fprintln(tw, strings.Join(row(it), "\t"))
 		}
 		return tw.Flush()
-	}
+	})
 }
 
 func orDash(s string) string {
@@ -309,7 +303,7 @@ func (a *app) serve(ctx context.Context) error {
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer func() { stopSched(); <-schedDone }()
 	if a.cfg.Pipeline.Scheduler {
-		specs, err := a.stageSpecs()
+		specs, err := a.cfg.Pipeline.stageSpecs()
 		if err != nil {
 			close(schedDone)
 			return err

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -85,30 +86,102 @@ func (in *instance) cli(wantCode int, args ...string) (string, string) {
 	return stdout.String(), stderr.String()
 }
 
-func (in *instance) serve() (*exec.Cmd, *bytes.Buffer) {
+// envValue is the last value of an environment variable in env, the one
+// the binary reads.
+func envValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if s, ok := strings.CutPrefix(kv, name+"="); ok {
+			v = s
+		}
+	}
+	return v
+}
+
+// serve starts serve and waits until it answers.
+func (in *instance) serve() (*exec.Cmd, *syncBuffer) {
 	in.t.Helper()
-	cmd := exec.Command(binary, "serve")
+	cmd, logs := in.serveWith("serve")
+	if cmd == nil {
+		in.t.FailNow()
+	}
+	return cmd, logs
+}
+
+// serveWith starts the binary with args, a serve command, and waits until
+// its /health answers. A failure is reported with Errorf and nil results,
+// not Fatal, so that tests may start servers from goroutines.
+func (in *instance) serveWith(args ...string) (*exec.Cmd, *syncBuffer) {
+	in.t.Helper()
+	cmd := exec.Command(binary, args...)
 	cmd.Env = in.env
-	var logs bytes.Buffer
-	cmd.Stderr = &logs
+	logs := &syncBuffer{}
+	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
-		in.t.Fatal(err)
+		in.t.Error(err)
+		return nil, nil
 	}
 	in.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for range 200 {
+	for range 400 {
 		if resp, err := http.Get("http://" + in.addr + "/health"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return cmd, &logs
+				return cmd, logs
 			}
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-	in.t.Fatalf("server did not come up: %s", logs.String())
+	in.t.Errorf("server did not come up: %s", logs.String())
 	return nil, nil
 }
 
-func (in *instance) do(method, path, key string, body []byte) (int, http.Header, map[string]any) {
+// syncBuffer is a buffer that the process's stderr copier and the test may
+// use at once. It has no ReadFrom (a bytes.Buffer embedded would lend it
+// one, which io.Copy would call without the lock).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// stop ends a server with SIGTERM and waits for it to exit.
+func stop(t *testing.T, srv *exec.Cmd, logs *syncBuffer) {
+	t.Helper()
+	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, srv, logs)
+}
+
+// waitExit waits for a server that was signalled to exit 0.
+func waitExit(t *testing.T, srv *exec.Cmd, logs *syncBuffer) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- srv.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\n%s", err, logs)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("server did not exit after SIGTERM")
+	}
+}
+
+// raw sends a request with an API key (none when key is empty) and returns
+// the answer's status, header and body.
+func (in *instance) raw(method, path, key string, body []byte) (int, http.Header, []byte) {
 	in.t.Helper()
 	req, _ := http.NewRequest(method, "http://"+in.addr+path, bytes.NewReader(body))
 	if key != "" {
@@ -119,26 +192,20 @@ func (in *instance) do(method, path, key string, body []byte) (int, http.Header,
 		in.t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	_ = json.Unmarshal(b, &out)
-	return resp.StatusCode, resp.Header, out
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		in.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, resp.Header, b
 }
 
-// metricIs reports whether the server's /metrics has the sample with the value.
-func (in *instance) metricIs(name, value string) bool {
-	resp, err := http.Get("http://" + in.addr + "/metrics")
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		if line == name+" "+value {
-			return true
-		}
-	}
-	return false
+// do is raw with the body decoded as a JSON object.
+func (in *instance) do(method, path, key string, body []byte) (int, http.Header, map[string]any) {
+	in.t.Helper()
+	code, hdr, b := in.raw(method, path, key, body)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return code, hdr, out
 }
 
 func forecastBody(day string, n int, v float64) []byte {
@@ -199,12 +266,7 @@ func TestWalkthrough(t *testing.T) {
 			if code, _, body := in.do("GET", "/v1/forecasts/2026-03-29", key, nil); code != 401 {
 				t.Errorf("revoked key: %d %v", code, body)
 			}
-			if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
-				t.Fatal(err)
-			}
-			if err := srv.Wait(); err != nil {
-				t.Errorf("serve exit: %v\n%s", err, logs)
-			}
+			stop(t, srv, logs)
 			if strings.Contains(logs.String(), key) {
 				t.Error("server log contains the key")
 			}
@@ -237,7 +299,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	conn.Write(body[:len(body)/2])
 	// Wait until the handler is reading the body: the in-flight gauge counts
 	// it and the /metrics request that reads the gauge.
-	for i := 0; !in.metricIs("schedbridge_http_requests_in_flight", "2"); i++ {
+	for i := 0; in.metric("schedbridge_http_requests_in_flight") != 2; i++ {
 		if i == 500 {
 			t.Fatal("the held request never reached its handler")
 		}
@@ -275,16 +337,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"created"`) {
 		t.Errorf("in-flight request: %d %s", resp.StatusCode, b)
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("exit: %v\n%s", err, logs)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not exit after draining")
-	}
+	waitExit(t, srv, logs)
 }
 
 func TestConfigPrecedence(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -75,9 +74,9 @@ func (a *app) runMakoSync(ctx context.Context, m *jobs.Mako, md *jobs.Marktdaten
 	}
 }
 
-// withMako runs fn on the market communication over the configured stores,
-// with an encoder of indented JSON to stdout.
-func (a *app) withMako(ctx context.Context, fn func(m *jobs.Mako, out *json.Encoder) error) error {
+// withMako runs fn on the market communication over the configured stores
+// and prints its result as JSON, as withMarktdaten does.
+func (a *app) withMako(ctx context.Context, fn func(m *jobs.Mako) (any, error)) error {
 	db, bucket, err := a.openStores(ctx)
 	if err != nil {
 		return err
@@ -87,48 +86,47 @@ func (a *app) withMako(ctx context.Context, fn func(m *jobs.Mako, out *json.Enco
 	if err != nil {
 		return err
 	}
-	out := json.NewEncoder(a.stdout)
-	out.SetIndent("", "  ")
-	return fn(m, out)
+	res, err := fn(m)
+	if err != nil {
+		return err
+	}
+	return a.printJSON(res)
 }
 
 func cmdMakoSync(a *app, fs *flag.FlagSet) action {
 	return noArgs(func(ctx context.Context) error {
-		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+		return a.withMako(ctx, func(m *jobs.Mako) (any, error) {
 			start := time.Now()
 			a.note("mako sync: indexing registry, outbox/edifact, inbox/edifact, inbox/mail and IMAP ...")
 			rep, err := m.Sync(ctx)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			took := time.Since(start)
 			a.note(fmt.Sprintf("mako sync: %d EDIFACT files (%d unparseable), %d mail files, %d IMAP mails, %d pre-listed in %s",
 				rep.EDIFiles, rep.EDIUnparsable, rep.MailFiles, rep.IMAPMails, rep.Noted, took.Round(time.Millisecond)),
 				"edifact_files", rep.EDIFiles, "edifact_unparseable", rep.EDIUnparsable, "mail_files", rep.MailFiles,
 				"imap_mails", rep.IMAPMails, "prelisted", rep.Noted, "duration_s", roundSeconds(took.Seconds()))
-			return out.Encode(rep)
+			return rep, nil
 		})
 	})
 }
 
 func cmdMakoRegistry(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE")
-		}
-		f, err := os.Open(pos[0])
+	return oneArg("FILE", func(ctx context.Context, path string) error {
+		f, err := os.Open(path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
-			res, skipped, err := m.ImportRegistry(ctx, "cli:"+pos[0], f)
+		return a.withMako(ctx, func(m *jobs.Mako) (any, error) {
+			res, skipped, err := m.ImportRegistry(ctx, "cli:"+path, f)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			return out.Encode(map[string]any{"result": res, "skipped_rows": skipped})
+			return map[string]any{"result": res, "skipped_rows": skipped}, nil
 		})
-	}
+	})
 }
 
 func cmdMakoSend(a *app, fs *flag.FlagSet) action {
@@ -140,12 +138,8 @@ func cmdMakoSend(a *app, fs *flag.FlagSet) action {
 		if !ok {
 			return usagef("stream %q: want partin_out or zuordnungsermaechtigung_out", pos[1])
 		}
-		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
-			s, err := m.Send(ctx, pos[0], st)
-			if err != nil {
-				return err
-			}
-			return out.Encode(s)
+		return a.withMako(ctx, func(m *jobs.Mako) (any, error) {
+			return m.Send(ctx, pos[0], st)
 		})
 	}
 }
@@ -153,17 +147,13 @@ func cmdMakoSend(a *app, fs *flag.FlagSet) action {
 func cmdMakoNachversand(a *app, fs *flag.FlagSet) action {
 	list := fs.Bool("list", false, "list the queue instead of sending it")
 	return noArgs(func(ctx context.Context) error {
-		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
+		return a.withMako(ctx, func(m *jobs.Mako) (any, error) {
 			if *list {
-				vs, err := m.Vormerkungen(ctx)
-				if err != nil {
-					return err
-				}
-				return out.Encode(vs)
+				return m.Vormerkungen(ctx)
 			}
 			res, err := m.SendPrelisted(ctx)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			for i, r := range res {
 				state := "sent"
@@ -173,7 +163,7 @@ func cmdMakoNachversand(a *app, fs *flag.FlagSet) action {
 				a.note(fmt.Sprintf("nachversand %d/%d %s %s", i+1, len(res), r.Vormerkung.Key(), state),
 					"done", i+1, "total", len(res), "vormerkung", r.Vormerkung.Key(), "sent", r.Error == "")
 			}
-			return out.Encode(res)
+			return res, nil
 		})
 	})
 }
@@ -185,12 +175,8 @@ func cmdMakoOverview(a *app, fs *flag.FlagSet) action {
 		if *tage < 1 || *tage > 730 || (*ordnung != mako.OrderStatus && *ordnung != mako.OrderKontakt) {
 			return usagef("want --tage 1..730 and --ordnung status or kontakt")
 		}
-		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
-			ov, err := m.Overview(ctx, *tage, *ordnung)
-			if err != nil {
-				return err
-			}
-			return out.Encode(ov)
+		return a.withMako(ctx, func(m *jobs.Mako) (any, error) {
+			return m.Overview(ctx, *tage, *ordnung)
 		})
 	})
 }
@@ -201,12 +187,8 @@ func cmdMakoAntworten(a *app, fs *flag.FlagSet) action {
 		if *tage < 1 || *tage > 90 {
 			return usagef("want --tage 1..90")
 		}
-		return a.withMako(ctx, func(m *jobs.Mako, out *json.Encoder) error {
-			r, err := m.Reconcile(ctx, *tage)
-			if err != nil {
-				return err
-			}
-			return out.Encode(r)
+		return a.withMako(ctx, func(m *jobs.Mako) (any, error) {
+			return m.Reconcile(ctx, *tage)
 		})
 	})
 }

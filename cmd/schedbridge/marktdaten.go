@@ -73,16 +73,13 @@ func cmdPricesImport(a *app, fs *flag.FlagSet) action {
 }
 
 func cmdZeitreihenAktivierungen(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE")
-		}
-		data, err := os.ReadFile(pos[0])
+	return oneArg("FILE", func(ctx context.Context, path string) error {
+		data, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		var recs []zeitreihen.Activation
-		if strings.EqualFold(filepath.Ext(pos[0]), ".csv") {
+		if strings.EqualFold(filepath.Ext(path), ".csv") {
 			recs, err = ingest.DecodeActivationsCSV(data)
 		} else {
 			recs, err = ingest.DecodeActivations(data)
@@ -91,9 +88,9 @@ func cmdZeitreihenAktivierungen(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		return a.withMarktdaten(ctx, func(md *jobs.Marktdaten, _ objstore.Bucket) (any, error) {
-			return md.ImportActivations(ctx, recs, "cli:"+filepath.Base(pos[0]))
+			return md.ImportActivations(ctx, recs, "cli:"+filepath.Base(path))
 		})
-	}
+	})
 }
 
 func cmdZeitreihenSync(a *app, fs *flag.FlagSet) action {
@@ -117,10 +114,7 @@ func cmdKalkulation(a *app, fs *flag.FlagSet) action {
 	vonFlag := fs.String("von", "", "first day YYYY-MM-DD (default: the first of the month of --bis)")
 	bisFlag := fs.String("bis", "", "last day YYYY-MM-DD (default: yesterday in Europe/Berlin)")
 	portfolio := fs.String("portfolio", "", "one portfolio (default: all)")
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 0 {
-			return usagef("unexpected argument %q", pos[0])
-		}
+	return noArgs(func(ctx context.Context) error {
 		von, bis := kalkulation.DefaultPeriod(pipeline.DayOf(a.now()))
 		var err error
 		if *bisFlag != "" {
@@ -148,7 +142,7 @@ func cmdKalkulation(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		return a.printJSON(res)
-	}
+	})
 }
 
 // printJSON writes v indented to stdout.

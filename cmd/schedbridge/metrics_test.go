@@ -3,13 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"net/http"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,14 +31,9 @@ func promtool(t *testing.T) string {
 // scrape returns the server's /metrics as served.
 func (in *instance) scrape() string {
 	in.t.Helper()
-	resp, err := http.Get("http://" + in.addr + "/metrics")
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != 200 {
-		in.t.Fatalf("GET /metrics: %d %v\n%s", resp.StatusCode, err, b)
+	code, _, b := in.raw("GET", "/metrics", "", nil)
+	if code != 200 {
+		in.t.Fatalf("GET /metrics: %d\n%s", code, b)
 	}
 	return string(b)
 }
@@ -62,6 +54,14 @@ func sample(t *testing.T, scrape, name string) (v float64, ok bool) {
 	return 0, false
 }
 
+// metric is the value of one sample of the server's /metrics, 0 when the
+// server does not show it (yet).
+func (in *instance) metric(name string) float64 {
+	in.t.Helper()
+	v, _ := sample(in.t, in.scrape(), name)
+	return v
+}
+
 // finishedAt reads when a run finished through the process API.
 func (in *instance) finishedAt(key string, id string) time.Time {
 	in.t.Helper()
@@ -72,24 +72,6 @@ func (in *instance) finishedAt(key string, id string) time.Time {
 		in.t.Fatalf("run %s: %d %v (%v)", id, code, body, err)
 	}
 	return at
-}
-
-// stop ends a server with SIGTERM and waits for it to exit.
-func stop(t *testing.T, srv *exec.Cmd, logs *bytes.Buffer) {
-	t.Helper()
-	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\n%s", err, logs)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not exit after SIGTERM")
-	}
 }
 
 // TestMetricsFromRecordedState: the stage metrics come from the run records,

@@ -48,44 +48,73 @@ type PipelineConfig struct {
 	LeaderPoll time.Duration `yaml:"leader_poll"`
 }
 
+// The conversions below turn the configuration's maps into the runner's
+// types. Config.check calls them too, so that a bad entry refuses the start
+// with the same message, and they are the one place that parses them.
+
+// holidayStates is pipeline.holiday_states parsed, nil when it is empty.
+func (pc PipelineConfig) holidayStates() (map[string]calendar.State, error) {
+	if len(pc.HolidayStates) == 0 {
+		return nil, nil
+	}
+	out := map[string]calendar.State{}
+	for mga, s := range pc.HolidayStates {
+		st, err := calendar.ParseState(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s[%s]: %w", keyName("pipeline.holiday_states"), mga, err)
+		}
+		out[mga] = st
+	}
+	return out, nil
+}
+
+// areaEICs parses a map of control areas to EICs, the YAML key's value m;
+// nil when it is empty.
+func areaEICs(key string, m map[string]string) (map[pipeline.ControlArea]string, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := map[pipeline.ControlArea]string{}
+	for k, v := range m {
+		area, ok := pipeline.ParseControlArea(k)
+		if !ok {
+			return nil, fmt.Errorf("%s: unknown control area %q", keyName(key), k)
+		}
+		if !pipeline.ValidEIC(v) {
+			return nil, fmt.Errorf("%s[%s]: %q is not an EIC", keyName(key), k, v)
+		}
+		out[area] = v
+	}
+	return out, nil
+}
+
+// stageSpecs is the configured cron schedule per stage.
+func (pc PipelineConfig) stageSpecs() (map[pipeline.Stage]string, error) {
+	out := map[pipeline.Stage]string{}
+	for k, v := range pc.Schedule {
+		st, err := pipeline.ParseStage(k)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline.schedule: %w", err)
+		}
+		out[st] = v
+	}
+	return out, nil
+}
+
 // runnerConfig turns the configuration into the runner's.
 func (a *app) runnerConfig() (jobs.Config, error) {
 	pc := a.cfg.Pipeline
 	c := jobs.Config{Now: a.now, Logger: a.log.With("component", "pipeline"), Attempts: pc.Attempts, Backoff: pc.Backoff,
 		Heartbeat: pc.RunHeartbeat}
 	c.Forecast.HistoryWeeks = pc.HistoryWeeks
-	if len(pc.HolidayStates) > 0 {
-		c.States = map[string]calendar.State{}
-		for mga, s := range pc.HolidayStates {
-			st, err := calendar.ParseState(s)
-			if err != nil {
-				return c, fmt.Errorf("pipeline.holiday_states[%s]: %w", mga, err)
-			}
-			c.States[mga] = st
-		}
-	}
-	areaMap := func(name string, m map[string]string) (map[pipeline.ControlArea]string, error) {
-		if len(m) == 0 {
-			return nil, nil
-		}
-		out := map[pipeline.ControlArea]string{}
-		for k, v := range m {
-			area, ok := pipeline.ParseControlArea(k)
-			if !ok {
-				return nil, fmt.Errorf("pipeline.%s: unknown control area %q", name, k)
-			}
-			if !pipeline.ValidEIC(v) {
-				return nil, fmt.Errorf("pipeline.%s[%s]: %q is not an EIC", name, k, v)
-			}
-			out[area] = v
-		}
-		return out, nil
-	}
 	var err error
-	if c.TSOParty, err = areaMap("tso_party", pc.TSOParty); err != nil {
+	if c.States, err = pc.holidayStates(); err != nil {
 		return c, err
 	}
-	if c.AreaEIC, err = areaMap("control_area_eic", pc.ControlAreaEIC); err != nil {
+	if c.TSOParty, err = areaEICs("pipeline.tso_party", pc.TSOParty); err != nil {
+		return c, err
+	}
+	if c.AreaEIC, err = areaEICs("pipeline.control_area_eic", pc.ControlAreaEIC); err != nil {
 		return c, err
 	}
 	// Overrides complete the defaults rather than replace them.
@@ -103,19 +132,6 @@ func mergeDefaults(def, over map[pipeline.ControlArea]string) map[pipeline.Contr
 		def[k] = v
 	}
 	return def
-}
-
-// stageSpecs is the configured cron schedule per stage.
-func (a *app) stageSpecs() (map[pipeline.Stage]string, error) {
-	out := map[pipeline.Stage]string{}
-	for k, v := range a.cfg.Pipeline.Schedule {
-		st, err := pipeline.ParseStage(k)
-		if err != nil {
-			return nil, fmt.Errorf("pipeline.schedule: %w", err)
-		}
-		out[st] = v
-	}
-	return out, nil
 }
 
 // newRunner wires the runner to the database, the lake and the outbox.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	portalapi "github.com/schedbridge/schedbridge/api/portal"
+	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
@@ -115,7 +116,7 @@ func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
 			NativeClientID: p.OIDC.NativeClientID, NativeRedirectURIs: p.OIDC.NativeRedirectURIs,
 		})
 		if err != nil {
-			return nil, usagef("portal: %v", err)
+			return nil, pipeline.Errorf(pipeline.Invalid, "portal: %v", err)
 		}
 		sso = o
 	}
@@ -124,7 +125,7 @@ func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
 		m, err := portalapi.NewSMTP(portalapi.SMTPConfig{Addr: p.SMTP.Addr, From: p.SMTP.From,
 			Username: p.SMTP.Username, Password: p.SMTP.Password, Security: p.SMTP.Security, Now: a.now})
 		if err != nil {
-			return nil, usagef("portal: %v", err)
+			return nil, pipeline.Errorf(pipeline.Invalid, "portal: %v", err)
 		}
 		mailer = m
 	}

@@ -23,12 +23,7 @@ import (
 // HR's CSV files (ingest/hr.go) before anything is written.
 
 func cmdPortalEmployeeImport(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE.csv")
-		}
-		return a.portalEmployeeImport(ctx, pos[0])
-	}
+	return oneArg("FILE.csv", a.portalEmployeeImport)
 }
 
 func cmdPortalEmployeeList(a *app, fs *flag.FlagSet) action {
@@ -48,12 +43,7 @@ func cmdPortalEmployeeList(a *app, fs *flag.FlagSet) action {
 }
 
 func cmdPortalCompensationImport(a *app, fs *flag.FlagSet) action {
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 1 {
-			return usagef("want exactly one FILE.csv")
-		}
-		return a.portalCompensationImport(ctx, pos[0])
-	}
+	return oneArg("FILE.csv", a.portalCompensationImport)
 }
 
 func cmdPortalCertificateStatus(a *app, fs *flag.FlagSet) action {
@@ -188,7 +178,7 @@ func (a *app) linkIssuer(u *portal.User, what string) error {
 	}
 	issuer := a.cfg.Portal.OIDC.Issuer
 	if issuer == "" {
-		return usagef("%s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first", what)
+		return pipeline.Errorf(pipeline.Invalid, "%s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first", what)
 	}
 	u.SSOIssuer = issuer
 	return nil
@@ -230,7 +220,7 @@ func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
 		}
 	}
 	if len(subjects) > 0 && a.cfg.Portal.OIDC.Issuer == "" {
-		return usagef("%s: the sso_subject of personalnummer %s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first",
+		return pipeline.Errorf(pipeline.Invalid, "%s: the sso_subject of personalnummer %s needs the identity provider's issuer: configure portal.oidc.issuer (SCHEDBRIDGE_PORTAL_OIDC_ISSUER) first",
 			path, abbreviate(subjects))
 	}
 	db, err := a.openDB(ctx)
@@ -348,15 +338,12 @@ func cmdPortalUserPut(a *app, fs *flag.FlagSet) action {
 	name := fs.String("name", "", "full name (required)")
 	roles := fs.String("roles", "", "comma-separated roles (default "+portal.RoleApplicant+")")
 	magic := fs.Bool("magic-link", true, "allow sign-in by magic link to the e-mail address")
-	return func(ctx context.Context, pos []string) error {
-		return a.portalUserPut(ctx, pos, *email, *name, *roles, *magic)
-	}
+	return noArgs(func(ctx context.Context) error {
+		return a.portalUserPut(ctx, *email, *name, *roles, *magic)
+	})
 }
 
-func (a *app) portalUserPut(ctx context.Context, pos []string, email, name, roles string, magic bool) error {
-	if len(pos) != 0 {
-		return usagef("unexpected argument %q", pos[0])
-	}
+func (a *app) portalUserPut(ctx context.Context, email, name, roles string, magic bool) error {
 	var msgs []string
 	addr, err := portal.NormalizeEmail(email)
 	if email == "" {
@@ -387,7 +374,7 @@ func (a *app) portalUserPut(ctx context.Context, pos []string, email, name, role
 	// change: its roles would otherwise become an applicant's.
 	switch cur, err := db.UserByEmail(ctx, addr); {
 	case err == nil && cur.EmployeeID != "":
-		return usagef("%s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
+		return pipeline.Errorf(pipeline.Invalid, "%s signs in for employee %s; change it with portal employee put %s", addr, cur.EmployeeID, cur.EmployeeID)
 	case err != nil && pipeline.KindOf(err) != pipeline.NotFound:
 		return err
 	}

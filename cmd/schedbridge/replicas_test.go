@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -284,51 +283,6 @@ func TestTwoReplicas(t *testing.T) {
 		len(runs), len(before), last.Format(time.TimeOnly), len(after), first.Format(time.TimeOnly))
 }
 
-// serveWith starts serve with arguments, like serve.
-func (in *instance) serveWith(args ...string) (*exec.Cmd, *syncBuffer) {
-	in.t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Env = in.env
-	logs := &syncBuffer{}
-	cmd.Stderr = logs
-	if err := cmd.Start(); err != nil {
-		in.t.Error(err)
-		return nil, nil
-	}
-	in.t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for range 400 {
-		if resp, err := http.Get("http://" + in.addr + "/health"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return cmd, logs
-			}
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	in.t.Errorf("server did not come up: %s", logs.String())
-	return nil, nil
-}
-
-// syncBuffer is a buffer that the process's stderr copier and the test may
-// use at once. It has no ReadFrom (a bytes.Buffer embedded would lend it
-// one, which io.Copy would call without the lock).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // cliProc is a command running in the background.
 type cliProc struct {
 	cmd    *exec.Cmd
@@ -390,17 +344,6 @@ func newS3Gate(t *testing.T, endpoint string) *s3Gate {
 	})
 	g.addr = strings.TrimPrefix(srv.URL, "http://")
 	return g
-}
-
-// envValue is the last value of an environment variable in env.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if s, ok := strings.CutPrefix(kv, name+"="); ok {
-			v = s
-		}
-	}
-	return v
 }
 
 // cliRun waits for the command line's run of the forecast for day to be

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -57,10 +56,7 @@ func TestRequestIDEndToEnd(t *testing.T) {
 		t.Errorf("portal page: %d, X-Request-ID %q", resp.StatusCode, resp.Header.Get("X-Request-ID"))
 	}
 
-	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	srv.Wait()
+	stop(t, srv, logs)
 	seen := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
 		var m map[string]any

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"net"
 	"net/http"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,29 +19,6 @@ const (
 	hookAccepted   = `schedbridge_http_requests_total{code="204",method="POST",route="/v1/inbox/events"}`
 	hookUnaccepted = `schedbridge_http_requests_total{code="401",method="POST",route="/v1/inbox/events"}`
 )
-
-// metric returns the value of one sample of the server's /metrics, 0 when the
-// server does not show it (yet).
-func (in *instance) metric(sample string) float64 {
-	in.t.Helper()
-	resp, err := http.Get("http://" + in.addr + "/metrics")
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				in.t.Fatalf("metric %s: %v", sample, err)
-			}
-			return f
-		}
-	}
-	return 0
-}
 
 // withWebhookInbox points the instance at the bucket and sets a scan interval
 // that no test outlives, so that a file is processed promptly only when a
@@ -84,7 +57,7 @@ func (in *instance) postEvent(auth string) int {
 
 // putAndAwait uploads a metered-data CSV with the CLI and waits until the
 // inbox has processed it.
-func (in *instance) putAndAwait(key string, rows int, logs *bytes.Buffer) {
+func (in *instance) putAndAwait(key string, rows int, logs *syncBuffer) {
 	in.t.Helper()
 	file := filepath.Join(in.t.TempDir(), "hooked.csv")
 	writeCSV(in.t, file, rows, 3)
@@ -145,12 +118,7 @@ func TestWebhookMinIO(t *testing.T) {
 	if n := in.metric(hookUnaccepted); n != 2 {
 		t.Errorf("refused webhook requests = %v, want 2", n)
 	}
-	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Wait(); err != nil {
-		t.Errorf("serve exit: %v", err)
-	}
+	stop(t, srv, logs)
 	if strings.Contains(logs.String(), token) {
 		t.Error("the server log contains the webhook token")
 	}
@@ -185,12 +153,7 @@ func TestWebhookVersity(t *testing.T) {
 	// lower bounds are exact.
 	waitFor(t, "versitygw's notifications to be counted", 10*time.Second, func() bool { return in.metric(hookAccepted) >= 1 })
 	waitFor(t, "the woken scan to end", 10*time.Second, func() bool { return in.metric(scansMetric) >= 2 })
-	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Wait(); err != nil {
-		t.Errorf("serve exit: %v", err)
-	}
+	stop(t, srv, logs)
 	if !strings.Contains(logs.String(), "the bucket-notification webhook is open") {
 		t.Error("serve did not warn that the webhook is open")
 	}
