@@ -27,15 +27,12 @@ const (
 func cmdDemo(a *app, fs *flag.FlagSet) action {
 	n := fs.Int("locations", 1000, "market locations in the demo portfolio")
 	dayFlag := fs.String("day", "", "delivery day (default: tomorrow in Europe/Berlin)")
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 0 {
-			return usagef("unexpected argument %q", pos[0])
-		}
+	return noArgs(func(ctx context.Context) error {
 		if *n < 1 {
 			return usagef("--locations must be at least 1")
 		}
 		return a.demo(ctx, *n, *dayFlag)
-	}
+	})
 }
 
 func (a *app) demo(ctx context.Context, n int, dayFlag string) error {

@@ -111,10 +111,7 @@ func cmdClientList(a *app, fs *flag.FlagSet) action {
 func cmdClientRevoke(a *app, fs *flag.FlagSet) action {
 	issuer := fs.String("issuer", "", "URL of the client's issuer (required)")
 	clientID := fs.String("client-id", "", "the client id (required)")
-	return func(ctx context.Context, pos []string) error {
-		if len(pos) != 0 {
-			return usagef("unexpected argument %q", pos[0])
-		}
+	return noArgs(func(ctx context.Context) error {
 		if *issuer == "" || *clientID == "" {
 			return usagef("want --issuer URL --client-id ID")
 		}
@@ -123,7 +120,7 @@ func cmdClientRevoke(a *app, fs *flag.FlagSet) action {
 		}
 		a.note(fmt.Sprintf("client %s of %s revoked", *clientID, *issuer), "client_id", *clientID, "issuer", *issuer)
 		return nil
-	}
+	})
 }
 
 func timeOrDash(t *time.Time) string {

@@ -326,13 +326,31 @@ func TestLastSuccesses(t *testing.T) {
 		mk(pipeline.StageSchedules, pipeline.RunFailed, time.Hour)
 		chain := mk(pipeline.StageChain, pipeline.RunSucceeded, 2*time.Hour)
 		kalk := mk(pipeline.StageKalkulation, pipeline.RunSucceeded, 5*time.Hour)
+		// The fractions matter on SQLite, which compares the stored text:
+		// a whole second is stored without a fraction and must still sort
+		// before the same second with one, and .5 after .25.
+		openHalf := mk(pipeline.StageOpenPosition, pipeline.RunSucceeded, 2*time.Hour+500*time.Millisecond)
+		mk(pipeline.StageOpenPosition, pipeline.RunSucceeded, 2*time.Hour)
+		mk(pipeline.StageOpenPosition, pipeline.RunSucceeded, 2*time.Hour+250*time.Millisecond)
+		// A time given in another zone is stored and compared as UTC: the
+		// run finished at 15:30 UTC is newer than the one finished at 16:00
+		// Berlin (15:00 UTC), though its wall-clock text is smaller.
+		utcLater := mk(pipeline.StageSchedules, pipeline.RunSucceeded, 5*time.Hour+30*time.Minute)
+		berlin, err := db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageSchedules, Day: pday, StartedAt: t0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.FinishRun(ctx, berlin.ID, pipeline.RunSucceeded, "", nil, t0.Add(5*time.Hour).In(pipeline.Berlin)); err != nil {
+			t.Fatal(err)
+		}
 
 		got, err := db.LastSuccesses(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := map[pipeline.Stage]int64{pipeline.StageForecast: slowForecast, pipeline.StageAggregate: tiedLater,
-			pipeline.StageChain: chain, pipeline.StageKalkulation: kalk}
+			pipeline.StageChain: chain, pipeline.StageKalkulation: kalk, pipeline.StageOpenPosition: openHalf,
+			pipeline.StageSchedules: utcLater}
 		gotIDs := map[pipeline.Stage]int64{}
 		for st, r := range got {
 			gotIDs[st] = r.ID

@@ -3,7 +3,6 @@ package sqldb
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/uptrace/bun"
 
@@ -13,32 +12,6 @@ import (
 // The queries of this file sum up recorded state for the metrics, which
 // every replica reads at scrape time: they aggregate in the database and
 // return a handful of rows, whatever the size of the tables.
-
-// LastSuccessTimes returns, per stage (the chain's record included), when
-// its newest succeeded run finished. Stages without a succeeded run are not
-// in the map.
-func (db *DB) LastSuccessTimes(ctx context.Context) (map[pipeline.Stage]time.Time, error) {
-	var rows []struct {
-		Stage string    `bun:"stage"`
-		Last  time.Time `bun:"last"`
-	}
-	// MAX over the stored text is the latest time on SQLite too: FinishRun
-	// writes every time in UTC, and bun's format sorts as text in time
-	// order, trailing zeros of the fraction trimmed or not.
-	err := db.bun.NewSelect().TableExpr("runs").ColumnExpr("stage").ColumnExpr("MAX(finished_at) AS last").
-		Where("status = ?", string(pipeline.RunSucceeded)).Where("finished_at IS NOT NULL").
-		GroupExpr("stage").Scan(ctx, &rows)
-	if err != nil {
-		return nil, fmt.Errorf("last successful runs per stage: %w", busyAsUnavailable(err))
-	}
-	out := make(map[pipeline.Stage]time.Time, len(rows))
-	for _, r := range rows {
-		if !r.Last.IsZero() {
-			out[pipeline.Stage(r.Stage)] = r.Last.UTC()
-		}
-	}
-	return out, nil
-}
 
 // ScheduleStats counts the schedule messages sent to the TSOs (every
 // recorded version is a message that went out) and groups them by the

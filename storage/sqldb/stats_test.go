@@ -13,64 +13,6 @@ import (
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
 
-// TestLastSuccessTimes: per stage the finish time of the newest succeeded
-// run, whatever the order the runs were created in; failed and running runs
-// do not count, and a stage that never succeeded is absent.
-func TestLastSuccessTimes(t *testing.T) {
-	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
-		ctx := context.Background()
-		got, err := db.LastSuccessTimes(ctx)
-		if err != nil || len(got) != 0 {
-			t.Fatalf("empty database: %v, %v", got, err)
-		}
-		finish := func(st pipeline.Stage, status pipeline.RunStatus, at time.Time) {
-			t.Helper()
-			r, err := db.CreateRun(ctx, pipeline.Run{Stage: st, Day: pday, Trigger: "test", StartedAt: t0})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if status != pipeline.RunRunning {
-				if err := db.FinishRun(ctx, r.ID, status, "", nil, at); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		// The fractions matter on SQLite, which compares the stored text:
-		// a whole second is stored without a fraction and must still sort
-		// before the same second with one, and .5 after .25.
-		finish(pipeline.StageForecast, pipeline.RunSucceeded, t0.Add(2*time.Hour+500*time.Millisecond))
-		finish(pipeline.StageForecast, pipeline.RunSucceeded, t0.Add(2*time.Hour))
-		finish(pipeline.StageForecast, pipeline.RunSucceeded, t0.Add(2*time.Hour+250*time.Millisecond))
-		finish(pipeline.StageForecast, pipeline.RunFailed, t0.Add(3*time.Hour))
-		finish(pipeline.StageForecast, pipeline.RunRunning, time.Time{})
-		finish(pipeline.StageAggregate, pipeline.RunSucceeded, t0.Add(time.Hour))
-		finish(pipeline.StageAggregate, pipeline.RunSucceeded, t0.Add(10*24*time.Hour))
-		finish(pipeline.StageOpenPosition, pipeline.RunFailed, t0.Add(time.Hour))
-		finish(pipeline.StageChain, pipeline.RunSucceeded, t0.Add(4*time.Hour))
-		// A time given in another zone is stored and compared as UTC.
-		finish(pipeline.StageKalkulation, pipeline.RunSucceeded, t0.Add(5*time.Hour).In(pipeline.Berlin))
-
-		got, err = db.LastSuccessTimes(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := map[pipeline.Stage]time.Time{
-			pipeline.StageForecast:    t0.Add(2*time.Hour + 500*time.Millisecond),
-			pipeline.StageAggregate:   t0.Add(10 * 24 * time.Hour),
-			pipeline.StageChain:       t0.Add(4 * time.Hour),
-			pipeline.StageKalkulation: t0.Add(5 * time.Hour),
-		}
-		if len(got) != len(want) {
-			t.Fatalf("got %v, want %v", got, want)
-		}
-		for st, w := range want {
-			if g, ok := got[st]; !ok || !g.Equal(w) || g.Location() != time.UTC {
-				t.Errorf("%s: got %v (present %v), want %v in UTC", st, g, ok, w)
-			}
-		}
-	})
-}
-
 // TestScheduleStats: every recorded version counts as sent, and each is
 // counted under the status its answers left it in: the highest-ranking
 // answer, not the last to arrive.
