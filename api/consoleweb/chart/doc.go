@@ -8,8 +8,10 @@
 // or scripts satisfies as it is; a chart that is part of the server-rendered
 // HTML shows at once, also without JavaScript, and prints; and an SVG carries
 // its accessible name and description (role="img", <title>, <desc>) while
-// the page adds a table alternative next to it. Live updates replace the whole
-// fragment, which is a few kilobytes.
+// the page adds a table alternative next to it. A live update can swap the
+// whole fragment: a chart of three series with 100 points is about 22 KB
+// (4.5 KB compressed) and takes about a quarter of a millisecond to draw
+// (BenchmarkSVG).
 //
 // # Markup
 //
@@ -21,8 +23,10 @@
 // attribute and no <style> element: everything has a class, and presentation
 // attributes give a usable black-and-white default that the page's stylesheet
 // overrides. Each series is drawn with the classes "line" (or "bar") and its
-// own [Series.Class]; the page's stylesheet gives that class its colour, and
-// the legend's swatch carries the same classes so that it matches.
+// own [Series.Class]. Lines, bars and legend swatches are painted in
+// currentColor, so the page's stylesheet gives a series its colour with the
+// color property alone (.s-forecast { color: #1f6fb2; }), and the swatch,
+// which carries the same classes, matches.
 //
 // Classes used (all under the root class "chart"): grid (horizontal grid
 // lines), zero (the zero line), axis, x, y, tick, minor, unit, legend, swatch,
