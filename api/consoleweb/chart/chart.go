@@ -91,6 +91,7 @@ const (
 	minorLen  = 3.0
 	swatchLen = 24.0
 	maxPoints = 10000
+	maxValue  = 1e15
 	yTarget   = 5 // about this many intervals on the y axis
 )
 
@@ -124,6 +125,10 @@ func (c Chart) validate() error {
 		for j, v := range s.Values {
 			if math.IsInf(v, 0) {
 				return fmt.Errorf("chart %s: series %q value %d is infinite; use NaN for a missing value", c.ID, s.Name, j)
+			}
+			// Far beyond any MW or euro figure; it keeps the axis arithmetic finite.
+			if math.Abs(v) > maxValue {
+				return fmt.Errorf("chart %s: series %q value %d is %g, outside ±%g", c.ID, s.Name, j, v, maxValue)
 			}
 		}
 	}
@@ -221,7 +226,7 @@ func (c Chart) SVG() (template.HTML, error) {
 	if c.Bars {
 		first = 1
 		s := c.Series[0]
-		w(`<g class="bar %s" fill="currentColor" fill-opacity="0.8">`, esc(s.Class))
+		w(`<g class="%s" fill="currentColor" fill-opacity="0.8">`, classes("bar", s.Class))
 		bw := l.col * 0.7
 		var missing []int
 		for i, v := range s.Values {
@@ -237,9 +242,15 @@ func (c Chart) SVG() (template.HTML, error) {
 		if len(missing) > 0 {
 			// Upright text would not fit a narrow column; turned, it does.
 			w(`<g class="missing" font-size="16" fill="currentColor">`)
+			// The word runs up from the zero line, or down from it when the
+			// line is in the upper half of the plot (mostly negative values).
+			y, anchor := l.y(0)-6, "start"
+			if l.y(0) < (l.top+l.bottom)/2 {
+				y, anchor = l.y(0)+6, "end"
+			}
 			for _, i := range missing {
-				x, y := num(l.x(i)), num(l.y(0)-6)
-				w(`<text x="%s" y="%s" dy="0.35em" transform="rotate(-90 %s %s)">fehlt</text>`, x, y, x, y)
+				x := num(l.x(i))
+				w(`<text x="%s" y="%s" dy="0.35em" text-anchor="%s" transform="rotate(-90 %s %s)">fehlt</text>`, x, num(y), anchor, x, num(y))
 			}
 			w(`</g>`)
 		}
@@ -268,7 +279,7 @@ func (c Chart) SVG() (template.HTML, error) {
 	w(`</g>`)
 
 	for _, s := range c.Series[first:] {
-		w(`<path class="line %s" fill="none" stroke="currentColor" stroke-width="2.5" stroke-linejoin="round" stroke-linecap="round" d="%s"/>`, esc(s.Class), l.path(s.Values))
+		w(`<path class="%s" fill="none" stroke="currentColor" stroke-width="2.5" stroke-linejoin="round" stroke-linecap="round" d="%s"/>`, classes("line", s.Class), l.path(s.Values))
 	}
 
 	if !c.HideLegend {
@@ -329,11 +340,11 @@ func (c Chart) legend(b *strings.Builder, l *layout) {
 		for _, it := range row {
 			s := c.Series[it.series]
 			if c.Bars && it.series == 0 {
-				fmt.Fprintf(b, `<rect class="swatch bar %s" x="%s" y="%s" width="%s" height="%s" fill-opacity="0.8"/>`,
-					esc(s.Class), num(it.x), num(y-6), num(swatchLen), num(12.0))
+				fmt.Fprintf(b, `<rect class="%s" x="%s" y="%s" width="%s" height="%s" fill-opacity="0.8"/>`,
+					classes("swatch bar", s.Class), num(it.x), num(y-6), num(swatchLen), num(12.0))
 			} else {
-				fmt.Fprintf(b, `<line class="swatch line %s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-width="4"/>`,
-					esc(s.Class), num(it.x), num(y), num(it.x+swatchLen), num(y))
+				fmt.Fprintf(b, `<line class="%s" x1="%s" y1="%s" x2="%s" y2="%s" stroke="currentColor" stroke-width="4"/>`,
+					classes("swatch line", s.Class), num(it.x), num(y), num(it.x+swatchLen), num(y))
 			}
 			fmt.Fprintf(b, `<text x="%s" y="%s" dy="0.35em">%s</text>`, num(it.x+swatchLen+6), num(y), esc(s.Name))
 		}
@@ -518,3 +529,12 @@ func num(v float64) string {
 }
 
 func esc(s string) string { return html.EscapeString(s) }
+
+// classes is the escaped class attribute of the chart's own classes and a
+// series class, which may be empty.
+func classes(own, series string) string {
+	if strings.TrimSpace(series) == "" {
+		return own
+	}
+	return own + " " + esc(strings.TrimSpace(series))
+}

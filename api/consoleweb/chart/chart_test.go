@@ -509,6 +509,23 @@ func TestSVGNegativeBelowZero(t *testing.T) {
 	}
 }
 
+func TestSVGMissingBarBelowZero(t *testing.T) {
+	// With mostly negative values the zero line is near the top, and the
+	// "fehlt" mark runs down from it rather than out of the plot.
+	c := chart.Chart{ID: "m", Title: "t", Points: 3, Bars: true,
+		Series: []chart.Series{{Name: "Kosten", Values: []float64{-100, math.NaN(), 5}}}}
+	_, root := render(t, c)
+	zero := zeroY(t, root)
+	m := root.all(func(n node) bool { return n.XMLName.Local == "text" && n.Text == "fehlt" })
+	if len(m) != 1 || m[0].attr("text-anchor") != "end" || float(t, m[0].attr("y")) <= zero {
+		t.Errorf("missing mark %v, zero line at %v", m, zero)
+	}
+	g := root.all(func(n node) bool { return n.XMLName.Local == "g" && n.attr("class") == "bar" })
+	if len(g) != 1 {
+		t.Errorf("bar groups without a series class: %v", g)
+	}
+}
+
 func TestSVGBars(t *testing.T) {
 	c := kalkulationChart()
 	svg, root := render(t, c)
@@ -626,6 +643,7 @@ func TestSVGErrors(t *testing.T) {
 		{"no series", func(c *chart.Chart) { c.Series = nil }, "no series"},
 		{"no name", func(c *chart.Chart) { c.Series[0].Name = "" }, "series 0 has no name"},
 		{"infinite", func(c *chart.Chart) { c.Series[0].Values[1] = math.Inf(-1) }, `series "s" value 1 is infinite`},
+		{"huge", func(c *chart.Chart) { c.Series[0].Values[2] = -2e15 }, `series "s" value 2 is -2e+15, outside ±1e+15`},
 		{"decimals", func(c *chart.Chart) { c.Decimals = 7 }, "Decimals is 7"},
 	}
 	for _, tc := range tests {
