@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"flag"
+	"html/template"
 	"math"
 	"os"
 	"path/filepath"
@@ -392,6 +393,23 @@ func TestSVGDocument(t *testing.T) {
 	// The Lage page shows four of these; keep each well under 32 KiB.
 	if len(svg) > 32<<10 {
 		t.Errorf("3 series x 100 points take %d bytes", len(svg))
+	}
+}
+
+func TestSVGInHTMLTemplate(t *testing.T) {
+	// The console pages embed the chart with {{.}}; html/template must take
+	// it as it is, not escape it into text.
+	h, err := dayChart(normalDay).SVG()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	page := template.Must(template.New("p").Parse(`<figure>{{.}}</figure>`))
+	if err := page.Execute(&out, h); err != nil {
+		t.Fatal(err)
+	}
+	if want := "<figure>" + string(h) + "</figure>"; out.String() != want {
+		t.Errorf("the template changed the chart")
 	}
 }
 
