@@ -75,6 +75,13 @@ func commandTree() *command {
 			{name: "list", args: "[--json]", summary: "list the machine clients", define: cmdClientList},
 			{name: "revoke", args: "--issuer URL --client-id ID", summary: "revoke a machine client", define: cmdClientRevoke},
 		}},
+		{name: "operator", summary: "the operator list of the web console (see docs/operations.md)", subs: []*command{
+			{name: "add", args: "EMAIL", summary: "put an e-mail address on the operator list (one already on it stays as it is)",
+				about:  "EMAIL is the address the identity provider puts in the ID token's email claim; it is compared in lower case.",
+				define: cmdOperatorAdd},
+			{name: "remove", args: "EMAIL", summary: "take a person off the operator list", define: cmdOperatorRemove},
+			{name: "list", args: "[--json]", summary: "list the operators", define: cmdOperatorList},
+		}},
 		{name: "inbox", summary: "the bulk inbox", subs: []*command{
 			{name: "put", args: "FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]",
 				summary: "upload a file to inbox/<portfolio>/<kind>/<name>", define: cmdInboxPut},

@@ -165,3 +165,8 @@ func (db *DB) explain(ctx context.Context, q string) (string, error) {
 	}
 	return strings.Join(plan, "\n"), rows.Err()
 }
+
+// ExplainIsOperator returns the plan of the lookup of IsOperator.
+func ExplainIsOperator(ctx context.Context, db *DB, email string) (string, error) {
+	return db.explain(ctx, db.isOperatorQuery(email).String())
+}
