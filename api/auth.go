@@ -39,12 +39,18 @@ type principal struct {
 	PortfolioID string
 	// Issuer and ClientID are set for token clients.
 	Issuer, ClientID string
+	// Operator is the e-mail address of an operator signed in to the web
+	// console; such a principal has the process scope.
+	Operator string
 }
 
 func (p principal) isClient() bool { return p.Issuer != "" }
 
 // String names the principal in messages, never with a secret.
 func (p principal) String() string {
+	if p.Operator != "" {
+		return "operator " + p.Operator
+	}
 	if p.isClient() {
 		return fmt.Sprintf("client %s of issuer %s", p.ClientID, p.Issuer)
 	}
@@ -71,11 +77,24 @@ const (
 func (s *Server) requireScope(scopes ...pipeline.Scope) gin.HandlerFunc {
 	wanted := strings.Join(stringsOf(scopes), " or ")
 	return func(c *gin.Context) {
-		p, challenge, err := s.authenticate(c)
+		var (
+			p         principal
+			challenge string
+			err       error
+		)
+		// An operator of the web console was found by allowOperators.
+		if v, ok := c.Get(ctxPrincipal); ok {
+			p = v.(principal)
+		} else {
+			p, challenge, err = s.authenticate(c)
+		}
 		// The trail names whoever was found, also when the token then fails
 		// on its scope claim.
 		if a := auditOf(c); a != nil && p.ID != "" {
-			if !p.isClient() {
+			switch {
+			case p.Operator != "":
+				a.Operator = p.Operator
+			case !p.isClient():
 				a.KeyID = p.ID
 			}
 			a.Issuer, a.ClientID, a.PortfolioID = p.Issuer, p.ClientID, p.PortfolioID
@@ -238,7 +257,25 @@ func (s *Server) rateLimit(c *gin.Context) {
 // middleware writes the rest once the handler has answered, among them a
 // submission whose transaction was rolled back because its client went away
 // before the commit (the entry keeps its id 0 then).
-func (s *Server) audit(c *gin.Context) {
+func (s *Server) audit(c *gin.Context) { s.record(c, true) }
+
+// auditActions records the state-changing requests of the operators'
+// routes (start, retry, inbox retry, Nachversand and the other market
+// communication writes), accepted or not, with whoever sent them: key,
+// token client or the operator signed in to the web console. Reads are
+// not recorded.
+func (s *Server) auditActions(c *gin.Context) {
+	switch c.Request.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		c.Next()
+		return
+	}
+	s.record(c, false)
+}
+
+// record writes the audit entry of the request once it has been answered;
+// data requests are also counted by endpoint and outcome.
+func (s *Server) record(c *gin.Context, data bool) {
 	a := &pipeline.AuditEntry{ReceivedAt: s.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath(),
 		RequestID: requestid.From(c.Request.Context())}
 	c.Set(ctxAudit, a)
@@ -250,8 +287,10 @@ func (s *Server) audit(c *gin.Context) {
 			a.Outcome = strconv.Itoa(a.StatusCode)
 		}
 	}
-	s.dataReqs.WithLabelValues(a.Endpoint, a.Outcome).Inc()
-	if a.ID != 0 {
+	if data {
+		s.dataReqs.WithLabelValues(a.Endpoint, a.Outcome).Inc()
+	}
+	if a.ID != 0 || s.deps.Audit == nil {
 		return
 	}
 	// The request's context is done when the client has gone away or its

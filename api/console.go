@@ -65,7 +65,7 @@ var runTriggers = []string{"cron", triggerAPI, triggerConsole, "cli", "demo"}
 var runStatuses = stringsOf([]pipeline.RunStatus{pipeline.RunRunning, pipeline.RunSucceeded, pipeline.RunFailed})
 
 // consoleRoutes registers the operators' console under /v1/console: process
-// keys and process-scoped tokens only.
+// keys, process-scoped tokens, and operators signed in to the web console.
 func (s *Server) consoleRoutes(e *gin.Engine) {
 	d := s.deps
 	events := s.needs(d.Events != nil, "the console feed")
@@ -75,7 +75,9 @@ func (s *Server) consoleRoutes(e *gin.Engine) {
 	inbox := s.needs(d.Inbox != nil && d.InboxFiles != nil, "the inbox")
 	recorded := s.needs(d.Recorded != nil, "the recorded state")
 
-	g := e.Group("/v1/console", s.requireScope(pipeline.ScopeProcess), s.rateLimit)
+	// The web console's pages call these routes with the operator's
+	// session (allowOperators); every action is in the audit trail.
+	g := e.Group("/v1/console", s.auditActions, s.allowOperators, s.requireScope(pipeline.ScopeProcess), s.rateLimit)
 	g.GET("/events", events, s.getEvents)
 	g.GET("/events/stream", events, s.streamEvents)
 	g.GET("/summary", results, recorded, s.getConsoleSummary)

@@ -34,14 +34,16 @@ type MarketComm interface {
 // key's to read as well; everything that writes takes a process key.
 func (s *Server) makoRoutes(e *gin.Engine) {
 	wired := s.needs(s.deps.Mako != nil, "the market communication")
-	read := e.Group("/v1/process", s.requireScope(pipeline.ScopeProcess, pipeline.ScopeReport), s.rateLimit, wired)
+	read := e.Group("/v1/process", s.allowOperators, s.requireScope(pipeline.ScopeProcess, pipeline.ScopeReport), s.rateLimit, wired)
 	read.GET("/market-partners", s.getPartners)
 	read.GET("/market-partners/overview", s.getOverview)
 	read.GET("/mail/antworten-abgleich", s.getReconciliation)
 	read.GET("/nachversand/vormerkungen", s.getVormerkungen)
 	read.GET("/edifact/fehler", s.getEDIErrors)
 
-	proc := e.Group("/v1/process", s.requireScope(pipeline.ScopeProcess), s.rateLimit, wired)
+	// Its writes are in the audit trail; the web console deletes
+	// pre-listings with the operator's session.
+	proc := e.Group("/v1/process", s.auditActions, s.allowOperators, s.requireScope(pipeline.ScopeProcess), s.rateLimit, wired)
 	proc.PUT("/market-partners", s.putPartners)
 	proc.POST("/market-partners/:mp_id/send", s.postSend)
 	proc.POST("/nachversand/vormerkungen", s.postVormerkung)

@@ -111,8 +111,14 @@ type Deps struct {
 	Inbox    InboxDesk
 	Recorded Recorded
 	// The employees' portal (session API, employee API and pages); nil
-	// leaves its paths unrouted.
+	// leaves its paths unrouted, and the operators' web console as well,
+	// which signs in through the portal.
 	Portal *portal.Handler
+	// Operators is the operator list of the web console (beside the
+	// provider's operator groups); EventCursor starts the pages' live
+	// stream after the newest event (nil: the pages have no live stream).
+	Operators   OperatorList
+	EventCursor EventCursor
 }
 
 // Config tunes the API. Zero values pick the documented defaults.
@@ -233,6 +239,10 @@ func New(cfg Config, deps Deps) *Server {
 			portal.NotFound(c)
 			return
 		}
+		if deps.Portal != nil && consolePath(c.Request.URL.Path) && c.Request.Method == http.MethodGet {
+			s.consoleNotFound(c)
+			return
+		}
 		c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"})
 	})
 	e.NoMethod(func(c *gin.Context) {
@@ -275,6 +285,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Portal != nil {
 		deps.Portal.Register(e)
 	}
+	s.webConsoleRoutes(e)
 	s.engine = e
 	return s
 }

@@ -59,6 +59,9 @@ type AuditEntry struct {
 	// RequestID is the request's X-Request-ID (sent by the client or
 	// generated), which its log lines carry as well.
 	RequestID string `json:"request_id,omitempty"`
+	// Operator is the e-mail address of the operator who acted in the web
+	// console (signed in by single sign-on); empty for keys and tokens.
+	Operator string `json:"operator,omitempty"`
 }
 
 // Version describes one stored version of a staged key.

@@ -239,7 +239,7 @@ func (h *Handler) redeemMagicLink(c *gin.Context) {
 		h.fail(c, pipeline.Errorf(pipeline.Forbidden, "magic links are no longer allowed for this account"))
 		return
 	}
-	if _, err := h.login(c, u, portal.MethodMagicLink, portal.ClientWeb); err != nil {
+	if _, err := h.login(c, u, portal.MethodMagicLink, portal.ClientWeb, false); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -287,7 +287,7 @@ func (h *Handler) nativeExchange(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	if _, err := h.login(c, u, portal.MethodSSO, portal.ClientMobile); err != nil {
+	if _, err := h.login(c, u, portal.MethodSSO, portal.ClientMobile, false); err != nil {
 		h.fail(c, err)
 		return
 	}

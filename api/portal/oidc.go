@@ -2,11 +2,13 @@ package portal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -28,6 +30,13 @@ type OIDCConfig struct {
 	// exchanged for it must have been issued to one of these URIs.
 	NativeClientID     string
 	NativeRedirectURIs []string
+	// GroupsClaim names the ID token claim that lists the person's groups
+	// or roles (default "groups"), which the operators' console compares
+	// with its operator groups. ExtraScopes are asked for beside openid,
+	// email and profile, for providers that release that claim only for a
+	// scope of its own.
+	GroupsClaim string
+	ExtraScopes []string
 	// HTTPClient talks to the provider; nil is http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -54,6 +63,9 @@ func NewOIDC(cfg OIDCConfig) (*OIDC, error) {
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
+	}
+	if cfg.GroupsClaim == "" {
+		cfg.GroupsClaim = "groups"
 	}
 	return &OIDC{cfg: cfg, origin: u.Scheme + "://" + u.Host}, nil
 }
@@ -89,7 +101,7 @@ func (o *OIDC) discover(ctx context.Context) (*oidc.Provider, error) {
 
 func (o *OIDC) web(p *oidc.Provider) *oauth2.Config {
 	return &oauth2.Config{ClientID: o.cfg.ClientID, ClientSecret: o.cfg.ClientSecret, Endpoint: p.Endpoint(),
-		RedirectURL: o.cfg.RedirectURL, Scopes: []string{oidc.ScopeOpenID, "email", "profile"}}
+		RedirectURL: o.cfg.RedirectURL, Scopes: append([]string{oidc.ScopeOpenID, "email", "profile"}, o.cfg.ExtraScopes...)}
 }
 
 // Origin is the provider's origin.
@@ -160,9 +172,32 @@ func (o *OIDC) exchange(ctx context.Context, p *oidc.Provider, cfg *oauth2.Confi
 		EmailVerified *bool  `json:"email_verified"`
 		Name          string `json:"name"`
 	}
+	var all map[string]json.RawMessage
 	if err := idt.Claims(&claims); err != nil {
 		return Identity{}, pipeline.Errorf(pipeline.Unauthorized, "the ID token's claims cannot be read")
 	}
+	if err := idt.Claims(&all); err != nil {
+		return Identity{}, pipeline.Errorf(pipeline.Unauthorized, "the ID token's claims cannot be read")
+	}
 	return Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: claims.Email,
-		EmailVerified: claims.EmailVerified != nil && *claims.EmailVerified, Name: claims.Name}, nil
+		EmailVerified: claims.EmailVerified != nil && *claims.EmailVerified, Name: claims.Name,
+		Groups: groupsOf(all[o.cfg.GroupsClaim])}, nil
+}
+
+// groupsOf reads a groups claim. Providers send a JSON array of strings
+// (Keycloak, Entra ID, oidc-provider) or, some of them, one string with the
+// groups separated by spaces or commas; anything else asserts no group.
+func groupsOf(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err == nil {
+		return list
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		return strings.FieldsFunc(one, func(r rune) bool { return r == ' ' || r == ',' })
+	}
+	return nil
 }

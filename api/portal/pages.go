@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -160,10 +161,16 @@ func (h *Handler) linkPage(c *gin.Context) {
 // verifier is stored (hashed state), the browser gets a cookie that binds
 // the flow to it, and goes to the identity provider. The Location carries
 // the authorization request (client id, state, nonce, S256 challenge),
-// none of which is a credential.
+// none of which is a credential. The parameter weiter names the page to
+// return to: a page of the portal (the default) or of the operators'
+// console, which signs in through the same flow.
 func (h *Handler) ssoStart(c *gin.Context) {
+	next, ok := returnPath(c.Query("weiter"))
+	if !ok {
+		next = "/portal/"
+	}
 	if h.sso == nil {
-		c.Redirect(http.StatusSeeOther, "/portal/anmelden?fehler=sso_aus")
+		c.Redirect(http.StatusSeeOther, signInPath(next)+"?fehler=sso_aus")
 		return
 	}
 	var toks [4]string
@@ -179,7 +186,7 @@ func (h *Handler) ssoStart(c *gin.Context) {
 	now := h.now()
 	ctx := c.Request.Context()
 	if err := h.store.CreateLoginFlow(ctx, portal.LoginFlow{
-		StateHash: hash(state), BrowserHash: hash(browser), Verifier: verifier, Nonce: nonce,
+		StateHash: hash(state), BrowserHash: hash(browser), Verifier: verifier, Nonce: nonce, Next: next,
 		CreatedAt: now, ExpiresAt: now.Add(h.cfg.LoginFlowTTL),
 	}); err != nil {
 		h.errorPage(c, err)
@@ -192,6 +199,36 @@ func (h *Handler) ssoStart(c *gin.Context) {
 	}
 	h.setCookie(c, flowCookie, browser, int(h.cfg.LoginFlowTTL.Seconds()), h.flowSameSite(), true)
 	c.Redirect(http.StatusSeeOther, authURL)
+}
+
+// ConsolePrefix is where the operators' console lives; its pages may be the
+// end of a sign-in.
+const ConsolePrefix = "/console/"
+
+// returnPath accepts the pages a sign-in may return to: a path (never a
+// URL, so the flow cannot be used to send a browser elsewhere) under
+// /portal/ or /console/, without a query or fragment, whose characters are
+// plain. Anything else is not a return path.
+func returnPath(p string) (string, bool) {
+	if len(p) > 200 || !(strings.HasPrefix(p, "/portal/") || strings.HasPrefix(p, ConsolePrefix)) ||
+		strings.Contains(p, "//") || strings.Contains(p, "..") {
+		return "", false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '/' || r == '-' || r == '_') {
+			return "", false
+		}
+	}
+	return p, true
+}
+
+// signInPath is the sign-in page that a failed sign-in returns to: the
+// console's for a console page, else the portal's.
+func signInPath(next string) string {
+	if strings.HasPrefix(next, ConsolePrefix) {
+		return ConsolePrefix + "anmelden"
+	}
+	return "/portal/anmelden"
 }
 
 // flowSameSite is the SameSite mode of the flow cookie. The provider answers
@@ -219,17 +256,16 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 	ctx := c.Request.Context()
 	browser := h.cookie(c, flowCookie)
 	h.setCookie(c, flowCookie, "", -1, h.flowSameSite(), true)
+	signIn := "/portal/anmelden"
 	back := func(code string, why string, attrs ...any) {
 		h.log.WarnContext(ctx, "portal: SSO sign-in refused", append([]any{slog.String("why", why)}, attrs...)...)
-		c.Redirect(http.StatusSeeOther, "/portal/anmelden?fehler="+code)
+		c.Redirect(http.StatusSeeOther, signIn+"?fehler="+code)
 	}
-	if e := c.PostForm("error"); e != "" {
-		back("sso", "provider answered an error", slog.String("error", e))
-		return
-	}
+	// The provider sends the state with an error too, so the flow (and the
+	// page it returns to) is taken first; either way it is used up.
 	state, code := c.PostForm("state"), c.PostForm("code")
-	if !validToken(state) || code == "" {
-		back("sso", "callback without a well-formed state and code")
+	if !validToken(state) {
+		back("sso", "callback without a well-formed state", slog.String("error", c.PostForm("error")))
 		return
 	}
 	flow, err := h.store.TakeLoginFlow(ctx, hash(state), h.now())
@@ -239,6 +275,19 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 	}
 	if err != nil {
 		h.errorPage(c, err)
+		return
+	}
+	next, ok := returnPath(flow.Next)
+	if !ok {
+		next = "/portal/"
+	}
+	signIn = signInPath(next)
+	if e := c.PostForm("error"); e != "" {
+		back("sso", "provider answered an error", slog.String("error", e))
+		return
+	}
+	if code == "" {
+		back("sso", "callback without a code")
 		return
 	}
 	if !equal(hash(browser), flow.BrowserHash) {
@@ -259,11 +308,12 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 		h.errorPage(c, err)
 		return
 	}
-	if _, err := h.login(c, u, portal.MethodSSO, portal.ClientWeb); err != nil {
+	operator := slices.ContainsFunc(id.Groups, func(g string) bool { return slices.Contains(h.cfg.OperatorGroups, g) })
+	if _, err := h.login(c, u, portal.MethodSSO, portal.ClientWeb, operator); err != nil {
 		h.errorPage(c, err)
 		return
 	}
-	c.Redirect(http.StatusSeeOther, "/portal/")
+	c.Redirect(http.StatusSeeOther, next)
 }
 
 // German formats of the pages.

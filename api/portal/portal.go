@@ -44,6 +44,10 @@ type Config struct {
 	MagicLinksPerHour int
 	// LoginFlowTTL is how long an SSO sign-in may take (default 10 min).
 	LoginFlowTTL time.Duration
+	// OperatorGroups are the groups of the provider's groups claim that make
+	// a person an operator of the web console (any one of them suffices).
+	// Empty, only the operator list kept with `schedbridge operator` does.
+	OperatorGroups []string
 	// Now is the clock and Rand the source of ids and tokens; tests inject them.
 	Now    func() time.Time
 	Rand   io.Reader
@@ -57,6 +61,8 @@ type Identity struct {
 	Email         string
 	EmailVerified bool
 	Name          string
+	// Groups are the values of the provider's groups (or roles) claim.
+	Groups []string
 }
 
 // SSO is the OpenID Connect relying party: the authorization request of the

@@ -131,31 +131,39 @@ func (h *Handler) csrf(c *gin.Context) {
 		c.Next()
 		return
 	}
-	if o := c.GetHeader("Origin"); o != "" && h.origin != "" && o != h.origin {
-		h.refuseCSRF(c, "request from another origin")
-		return
-	}
-	header, cookie := c.GetHeader(CSRFHeader), h.cookie(c, csrfCookie)
-	if header == "" || !equal(header, cookie) {
-		h.refuseCSRF(c, "missing or mismatching CSRF token: send the "+CSRFHeader+" header with the value of the CSRF cookie")
-		return
-	}
-	if who != nil && !equal(hash(header), who.session.CSRFHash) {
-		h.refuseCSRF(c, "the CSRF token does not belong to this session")
+	if err := h.checkCSRF(c, who); err != nil {
+		h.fail(c, err)
 		return
 	}
 	c.Next()
 }
 
-func (h *Handler) refuseCSRF(c *gin.Context, why string) {
+// checkCSRF applies the rules of csrf to one request: the same origin, and
+// the header equal to the cookie and, for a signed-in caller, to the token
+// bound to the session. A refusal is Forbidden, and logged without the token.
+func (h *Handler) checkCSRF(c *gin.Context, who *caller) error {
+	why := ""
+	header, cookie := c.GetHeader(CSRFHeader), h.cookie(c, csrfCookie)
+	switch o := c.GetHeader("Origin"); {
+	case o != "" && h.origin != "" && o != h.origin:
+		why = "request from another origin"
+	case header == "" || !equal(header, cookie):
+		why = "missing or mismatching CSRF token: send the " + CSRFHeader + " header with the value of the CSRF cookie"
+	case who != nil && !equal(hash(header), who.session.CSRFHash):
+		why = "the CSRF token does not belong to this session"
+	default:
+		return nil
+	}
 	h.log.WarnContext(c.Request.Context(), "portal: CSRF refusal", slog.String("route", c.FullPath()), slog.String("why", why))
-	h.fail(c, pipeline.Errorf(pipeline.Forbidden, "%s", why))
+	return pipeline.Errorf(pipeline.Forbidden, "%s", why)
 }
 
 // login starts a new session for u: new session id and CSRF token, the
 // request's previous session (if any) deleted in the same transaction, so
 // that an id known before login is never the one signed in (no fixation).
-func (h *Handler) login(c *gin.Context, u portal.User, method portal.Method, client portal.Client) (portal.Session, error) {
+// operator records whether the provider asserted an operator group at this
+// sign-in (see Config.OperatorGroups).
+func (h *Handler) login(c *gin.Context, u portal.User, method portal.Method, client portal.Client, operator bool) (portal.Session, error) {
 	id, err := h.token()
 	if err != nil {
 		return portal.Session{}, err
@@ -167,7 +175,7 @@ func (h *Handler) login(c *gin.Context, u portal.User, method portal.Method, cli
 	now := h.now()
 	s := portal.Session{
 		IDHash: hash(id), CSRFHash: hash(csrfTok), UserID: u.ID, Method: method, Client: client,
-		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(h.cfg.SessionAbsolute),
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(h.cfg.SessionAbsolute), OperatorClaim: operator,
 	}
 	replaces := ""
 	if old := h.cookie(c, sessionCookie); old != "" {

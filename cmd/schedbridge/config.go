@@ -47,8 +47,18 @@ type Config struct {
 	Mako            MakoConfig     `yaml:"mako"`
 	// Environment marks the deployment: "production" (the default) or
 	// "development". Production refuses the portal's insecure cookies.
-	Environment string       `yaml:"environment"`
-	Portal      PortalConfig `yaml:"portal"`
+	Environment string        `yaml:"environment"`
+	Portal      PortalConfig  `yaml:"portal"`
+	Console     ConsoleConfig `yaml:"console"`
+}
+
+// ConsoleConfig tunes the operators' web console under /console/, which
+// signs staff in through the portal's single sign-on.
+type ConsoleConfig struct {
+	// OperatorGroups are the values of the provider's groups claim
+	// (portal.oidc.groups_claim) that make a person an operator; beside
+	// them, the operator list kept with `schedbridge operator` does.
+	OperatorGroups []string `yaml:"operator_groups"`
 }
 
 // S3Config selects the bucket. Without an endpoint the bucket is the local
@@ -219,11 +229,14 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_PORTAL_OIDC_CLIENT_SECRET", "portal.oidc.client_secret"},
 	{"SCHEDBRIDGE_PORTAL_OIDC_NATIVE_CLIENT_ID", "portal.oidc.native_client_id"},
 	{"SCHEDBRIDGE_PORTAL_OIDC_NATIVE_REDIRECT_URIS", "portal.oidc.native_redirect_uris"},
+	{"SCHEDBRIDGE_PORTAL_OIDC_GROUPS_CLAIM", "portal.oidc.groups_claim"},
+	{"SCHEDBRIDGE_PORTAL_OIDC_EXTRA_SCOPES", "portal.oidc.extra_scopes"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_ADDR", "portal.smtp.addr"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_FROM", "portal.smtp.from"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_USERNAME", "portal.smtp.username"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_PASSWORD", "portal.smtp.password"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_SECURITY", "portal.smtp.security"},
+	{"SCHEDBRIDGE_CONSOLE_OPERATOR_GROUPS", "console.operator_groups"},
 }
 
 // keyName names a YAML key in a message, with its environment variable, so

@@ -294,7 +294,7 @@ func (a *app) serve(ctx context.Context) error {
 	defer tokens.Close()
 	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db, Tokens: tokens, TokenClients: db,
 		InboxFiles: db, Events: db, Runner: runner, Results: db, Trades: db,
-		Starter: runner, RunLogs: db, Recorded: db,
+		Starter: runner, RunLogs: db, Recorded: db, Operators: db, EventCursor: db,
 		// GET /readyz: the schema is current and the bucket answers.
 		Schema: db, Bucket: bucket}
 	// The scheduler fires the stages on cron on the one process that holds

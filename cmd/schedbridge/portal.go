@@ -37,6 +37,11 @@ type PortalOIDC struct {
 	ClientSecret       string   `yaml:"client_secret" secret:"true"`
 	NativeClientID     string   `yaml:"native_client_id"`
 	NativeRedirectURIs []string `yaml:"native_redirect_uris"`
+	// GroupsClaim names the ID token claim with the person's groups (default
+	// "groups"), and ExtraScopes are asked for beside openid, email and
+	// profile where the provider releases that claim only for a scope.
+	GroupsClaim string   `yaml:"groups_claim"`
+	ExtraScopes []string `yaml:"extra_scopes"`
 }
 
 // PortalSMTP is the mail server of the magic links; no address, no magic links.
@@ -114,6 +119,7 @@ func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
 			Issuer: p.OIDC.Issuer, ClientID: p.OIDC.ClientID, ClientSecret: p.OIDC.ClientSecret,
 			RedirectURL:    base + "/portal/anmelden/sso/callback",
 			NativeClientID: p.OIDC.NativeClientID, NativeRedirectURIs: p.OIDC.NativeRedirectURIs,
+			GroupsClaim: p.OIDC.GroupsClaim, ExtraScopes: p.OIDC.ExtraScopes,
 		})
 		if err != nil {
 			return nil, pipeline.Errorf(pipeline.Invalid, "portal: %v", err)
@@ -136,6 +142,7 @@ func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
 	return portalapi.New(portalapi.Config{
 		BaseURL: base, InsecureCookies: p.InsecureCookies, SessionIdle: p.SessionIdle, SessionAbsolute: p.SessionAbsolute,
 		MagicLinkTTL: p.MagicLinkTTL, MagicLinksPerHour: p.MagicLinksPerHour, Now: a.now, Logger: a.log,
+		OperatorGroups: a.cfg.Console.OperatorGroups,
 	}, db, sso, mailer), nil
 }
 

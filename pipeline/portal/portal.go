@@ -201,6 +201,11 @@ type Session struct {
 	LastSeenAt time.Time
 	// ExpiresAt is the absolute end, CreatedAt plus the absolute lifetime.
 	ExpiresAt time.Time
+	// OperatorClaim records that the identity provider asserted, at this
+	// sign-in, a group that makes the person an operator of the web console.
+	// It is decided once per session, so that a group removed at the
+	// provider takes effect at the next sign-in at the latest.
+	OperatorClaim bool
 }
 
 // Alive reports whether s may still be used at now: before its absolute end
@@ -227,8 +232,11 @@ type LoginFlow struct {
 	BrowserHash string
 	Verifier    string
 	Nonce       string
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
+	// Next is the local path the browser returns to after the sign-in: a
+	// page of the portal or of the operators' console.
+	Next      string
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 var employeeID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,31}$`)

@@ -54,3 +54,27 @@ func TestAlerts(t *testing.T) {
 		}
 	})
 }
+
+// TestLastEventID: 0 on an empty feed, then the id of the newest event,
+// which the stream of a console page starts after.
+func TestLastEventID(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		if id, err := db.LastEventID(ctx); err != nil || id != 0 {
+			t.Fatalf("empty feed: last id %d, %v; want 0", id, err)
+		}
+		for i := range 3 {
+			if err := db.RecordEvent(ctx, pipeline.Event{At: t0.Add(time.Duration(i) * time.Minute), Kind: "run.started", Subject: "s"}); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := db.Events(ctx, pipeline.EventQuery{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := db.LastEventID(ctx)
+			if err != nil || id != evs[len(evs)-1].ID {
+				t.Fatalf("after %d events: last id %d, %v; want %d", i+1, id, err, evs[len(evs)-1].ID)
+			}
+		}
+	})
+}

@@ -27,6 +27,7 @@ type auditRow struct {
 	Counts      *string   `bun:"counts"`
 	Detail      *string   `bun:"detail"`
 	RequestID   *string   `bun:"request_id"`
+	Operator    *string   `bun:"operator"`
 }
 
 func nullable(s string) *string {
@@ -49,6 +50,7 @@ func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEn
 		Issuer: nullable(a.Issuer), ClientID: nullable(a.ClientID),
 		Endpoint: a.Endpoint, InputHash: nullable(a.InputHash), Outcome: a.Outcome,
 		StatusCode: a.StatusCode, Detail: nullable(a.Detail), RequestID: nullable(a.RequestID),
+		Operator: nullable(a.Operator),
 	}
 	if len(a.Counts) > 0 {
 		b, err := json.Marshal(a.Counts)
@@ -102,7 +104,7 @@ func auditEntries(rows []auditRow) ([]pipeline.AuditEntry, error) {
 			ID: r.ID, ReceivedAt: r.ReceivedAt.UTC(), KeyID: deref(r.KeyID), PortfolioID: deref(r.PortfolioID),
 			Issuer: deref(r.Issuer), ClientID: deref(r.ClientID),
 			Endpoint: r.Endpoint, InputHash: deref(r.InputHash), Outcome: r.Outcome, StatusCode: r.StatusCode,
-			Detail: deref(r.Detail), RequestID: deref(r.RequestID),
+			Detail: deref(r.Detail), RequestID: deref(r.RequestID), Operator: deref(r.Operator),
 		}
 		if r.Counts != nil {
 			if err := json.Unmarshal([]byte(*r.Counts), &out[i].Counts); err != nil {

@@ -63,13 +63,23 @@ func TestRequestIDMigrationDownUp(t *testing.T) {
 				if err := sqldb.MigrateThrough(ctx, db, "20261129000001"); err != nil {
 					t.Fatalf("round %d: migrate: %v", round, err)
 				}
-				a := &pipeline.AuditEntry{ReceivedAt: t0, Endpoint: "GET /v1/new", Outcome: "ok", StatusCode: 200, RequestID: "req-new"}
-				if err := db.RecordAudit(ctx, a); err != nil {
+				// The trail gained the operator column later (20261201000002),
+				// which today's code writes and reads; at this schema the
+				// entry is written and read as the code of the time did.
+				if err := sqldb.Exec(ctx, db, "INSERT INTO audit_entries (received_at, endpoint, outcome, status_code, request_id) VALUES (?, 'GET /v1/new', 'ok', 200, 'req-new')", t0); err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}
-				entries, err := db.RecentAudit(ctx, 10)
-				if err != nil || len(entries) != round+2 || entries[0].RequestID != "req-new" || entries[len(entries)-1].RequestID != "" {
-					t.Fatalf("round %d: entries = %+v, %v", round, entries, err)
+				newest, err := sqldb.QueryString(ctx, db, "SELECT request_id FROM audit_entries ORDER BY id DESC LIMIT 1")
+				if err != nil || newest != "req-new" {
+					t.Fatalf("round %d: newest request_id = %q, %v", round, newest, err)
+				}
+				n, err := sqldb.QueryString(ctx, db, "SELECT COUNT(*) FROM audit_entries")
+				if err != nil || n != fmt.Sprint(round+2) {
+					t.Fatalf("round %d: %s entries, %v; want %d", round, n, err, round+2)
+				}
+				oldest, err := sqldb.QueryString(ctx, db, "SELECT COALESCE(request_id, '') FROM audit_entries ORDER BY id LIMIT 1")
+				if err != nil || oldest != "" {
+					t.Fatalf("round %d: the entry from before the migration has request_id %q, %v", round, oldest, err)
 				}
 				back, err := sqldb.RollbackLast(ctx, db)
 				if err != nil || !slices.Equal(back, []string{"20261129000001"}) {

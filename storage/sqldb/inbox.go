@@ -277,6 +277,16 @@ func (db *DB) RecordEvent(ctx context.Context, ev pipeline.Event) error {
 	return insertEvent(ctx, db.bun, ev)
 }
 
+// LastEventID is the id of the newest event, 0 when there is none: where a
+// console page's live stream starts. It reads the primary key's end only.
+func (db *DB) LastEventID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := db.bun.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COALESCE(MAX(id), 0)").Scan(ctx, &id); err != nil {
+		return 0, fmt.Errorf("last event id: %w", err)
+	}
+	return id, nil
+}
+
 // Events returns events in id order (oldest first) after q.AfterID, so a
 // console can poll with the last id it saw, filtered by kind, portfolio,
 // time range [From, To) and delivery day.

@@ -121,11 +121,13 @@ type portalSessionRow struct {
 	CreatedAt  time.Time `bun:"created_at"`
 	LastSeenAt time.Time `bun:"last_seen_at"`
 	ExpiresAt  time.Time `bun:"expires_at"`
+	Operator   bool      `bun:"operator_claim"`
 }
 
 func (r portalSessionRow) domain() portal.Session {
 	return portal.Session{IDHash: r.IDHash, CSRFHash: r.CSRFHash, UserID: r.UserID, Method: portal.Method(r.Method),
-		Client: portal.Client(r.Client), CreatedAt: r.CreatedAt.UTC(), LastSeenAt: r.LastSeenAt.UTC(), ExpiresAt: r.ExpiresAt.UTC()}
+		Client: portal.Client(r.Client), CreatedAt: r.CreatedAt.UTC(), LastSeenAt: r.LastSeenAt.UTC(), ExpiresAt: r.ExpiresAt.UTC(),
+		OperatorClaim: r.Operator}
 }
 
 type portalMagicLinkRow struct {
@@ -155,6 +157,7 @@ type portalLoginFlowRow struct {
 	BrowserHash string    `bun:"browser_hash"`
 	Verifier    string    `bun:"verifier"`
 	Nonce       string    `bun:"nonce"`
+	Next        string    `bun:"next_path"`
 	CreatedAt   time.Time `bun:"created_at"`
 	ExpiresAt   time.Time `bun:"expires_at"`
 }
@@ -653,7 +656,8 @@ func (db *DB) PutCompensation(ctx context.Context, employeeID string, comps []po
 // NotFound when the user does not exist.
 func (db *DB) CreateSession(ctx context.Context, s portal.Session, replaces string) error {
 	row := portalSessionRow{IDHash: s.IDHash, CSRFHash: s.CSRFHash, UserID: s.UserID, Method: string(s.Method),
-		Client: string(s.Client), CreatedAt: makoTime(s.CreatedAt), LastSeenAt: makoTime(s.LastSeenAt), ExpiresAt: makoTime(s.ExpiresAt)}
+		Client: string(s.Client), CreatedAt: makoTime(s.CreatedAt), LastSeenAt: makoTime(s.LastSeenAt), ExpiresAt: makoTime(s.ExpiresAt),
+		Operator: s.OperatorClaim}
 	if s.IDHash == "" || s.UserID == "" {
 		return pipeline.Errorf(pipeline.Invalid, "create session: the id hash and the user are required")
 	}
@@ -811,7 +815,7 @@ func (db *DB) CreateLoginFlow(ctx context.Context, f portal.LoginFlow) error {
 		return pipeline.Errorf(pipeline.Invalid, "create login flow: the state hash is required")
 	}
 	row := portalLoginFlowRow{StateHash: f.StateHash, BrowserHash: f.BrowserHash, Verifier: f.Verifier, Nonce: f.Nonce,
-		CreatedAt: makoTime(f.CreatedAt), ExpiresAt: makoTime(f.ExpiresAt)}
+		Next: f.Next, CreatedAt: makoTime(f.CreatedAt), ExpiresAt: makoTime(f.ExpiresAt)}
 	if _, err := db.bun.NewInsert().Model(&row).Exec(ctx); err != nil {
 		return fmt.Errorf("create login flow: %w", busyAsUnavailable(uniqueAsConflict(err, "a login flow with this state exists")))
 	}
@@ -857,7 +861,7 @@ func (db *DB) TakeLoginFlow(ctx context.Context, stateHash string, now time.Time
 		return portal.LoginFlow{}, pipeline.Errorf(pipeline.NotFound, "the sign-in is unknown, used or expired")
 	}
 	return portal.LoginFlow{StateHash: row.StateHash, BrowserHash: row.BrowserHash, Verifier: row.Verifier, Nonce: row.Nonce,
-		CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}, nil
+		Next: row.Next, CreatedAt: row.CreatedAt.UTC(), ExpiresAt: row.ExpiresAt.UTC()}, nil
 }
 
 // ---- Absences ----

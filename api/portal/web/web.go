@@ -9,20 +9,13 @@
 package web
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
-	"fmt"
 	"html/template"
 	"io"
-	"io/fs"
 	"net/http"
-	"path"
 	"reflect"
-	"strings"
-	"sync"
-	"time"
+
+	"github.com/schedbridge/schedbridge/api/webpage"
 )
 
 // Page is what every page gets.
@@ -168,23 +161,11 @@ var navItems = []navItem{
 	{"abmelden", "/portal/abmelden", "Abmelden"},
 }
 
-// asset is one embedded static file with what its answers need.
-type asset struct {
-	body        []byte
-	contentType string
-	etag        string
-	version     string // first hex digits of the SHA-256, used as ?v= in page links
-}
-
-// contentTypes are the types of the file kinds under static/; a file of
-// another kind is not served, so nothing is ever sniffed.
-var contentTypes = map[string]string{
-	".css": "text/css; charset=utf-8",
-	".js":  "text/javascript; charset=utf-8",
-	".svg": "image/svg+xml",
-	".png": "image/png",
-	".ico": "image/x-icon",
-}
+// site is the portal's pages, parsed on first use.
+var site = webpage.New(webpage.Site{
+	Templates: templateFS, Static: staticFS, Layout: "layout.html", StaticURL: "/portal/static/", Pages: dataTypes,
+	Funcs: template.FuncMap{"navItems": func() []navItem { return navItems }},
+})
 
 // view is what the templates execute with: the page and its name, which the
 // layout needs to avoid showing the error of the error page twice.
@@ -193,131 +174,14 @@ type view struct {
 	Name string
 }
 
-type parsed struct {
-	pages  map[string]*template.Template
-	assets map[string]asset
-}
-
-// load parses every template and reads every asset once. The templates are
-// embedded, so a failure here is a programming error that every test shows.
-var load = sync.OnceValues(func() (*parsed, error) {
-	assets, err := loadAssets()
-	if err != nil {
-		return nil, err
-	}
-	funcs := template.FuncMap{
-		"navItems": func() []navItem { return navItems },
-		// asset is the versioned URL of a static file, so that browsers may
-		// cache it for long and still see a changed file at once.
-		"asset": func(name string) (string, error) {
-			a, ok := assets[name]
-			if !ok {
-				return "", fmt.Errorf("web: no static file %q", name)
-			}
-			return "/portal/static/" + name + "?v=" + a.version, nil
-		},
-	}
-	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
-	if err != nil {
-		return nil, fmt.Errorf("web: parsing the layout: %w", err)
-	}
-	pages := make(map[string]*template.Template, len(dataTypes))
-	for name := range dataTypes {
-		t, err := base.Clone()
-		if err != nil {
-			return nil, fmt.Errorf("web: cloning the layout for %s: %w", name, err)
-		}
-		if _, err := t.ParseFS(templateFS, "templates/"+name+".html"); err != nil {
-			return nil, fmt.Errorf("web: parsing page %s: %w", name, err)
-		}
-		pages[name] = t
-	}
-	return &parsed{pages: pages, assets: assets}, nil
-})
-
-func loadAssets() (map[string]asset, error) {
-	assets := map[string]asset{}
-	err := fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		ct, ok := contentTypes[path.Ext(p)]
-		if !ok {
-			return nil
-		}
-		body, err := staticFS.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		sum := sha256.Sum256(body)
-		h := hex.EncodeToString(sum[:])
-		assets[strings.TrimPrefix(p, "static/")] = asset{body: body, contentType: ct, etag: `"` + h[:32] + `"`, version: h[:12]}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("web: reading static files: %w", err)
-	}
-	return assets, nil
-}
-
 // Render writes page name with p. Names: "anmelden", "link", "uebersicht",
 // "urlaub", "krankmeldung", "bescheinigungen", "verguetung", "abmelden",
 // "fehler". The page is rendered into a buffer first, so that on an error
 // nothing half-written reaches w.
 func Render(w io.Writer, name string, p Page) error {
-	ps, err := load()
-	if err != nil {
-		return err
-	}
-	t, ok := ps.pages[name]
-	if !ok {
-		return fmt.Errorf("web: unknown page %q", name)
-	}
-	if p.Data != nil {
-		want := dataTypes[name]
-		if got := reflect.TypeOf(p.Data); want == nil || got != want {
-			return fmt.Errorf("web: page %s cannot show data of type %T", name, p.Data)
-		}
-	}
-	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "layout", view{Page: p, Name: name}); err != nil {
-		return fmt.Errorf("web: rendering page %s: %w", name, err)
-	}
-	_, err = w.Write(buf.Bytes())
-	return err
+	return site.Render(w, name, p.Data, view{Page: p, Name: name})
 }
 
 // Static serves the files under static/; the caller mounts it under
-// /portal/static/ with http.StripPrefix. A request whose ?v= names the
-// current version of the file may be cached for a year, since the pages
-// link to a new URL when the file changes; any other request is revalidated
-// with the ETag.
-func Static() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ps, err := load()
-		if err != nil {
-			http.Error(w, "static files unavailable", http.StatusInternalServerError)
-			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-			return
-		}
-		a, ok := ps.assets[strings.TrimPrefix(r.URL.Path, "/")]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		h := w.Header()
-		h.Set("Content-Type", a.contentType)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("ETag", a.etag)
-		if r.URL.Query().Get("v") == a.version {
-			h.Set("Cache-Control", "public, max-age=31536000, immutable")
-		} else {
-			h.Set("Cache-Control", "public, no-cache")
-		}
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(a.body))
-	})
-}
+// /portal/static/ with http.StripPrefix (see webpage.Set.Handler).
+func Static() http.Handler { return site.Handler() }
