@@ -83,10 +83,11 @@ bench-console: test-deps
 loadtest: build
 	./deploy/dev/loadtest.sh
 
-# The portal's browser test (TestPortalBrowser) with its full-page
+# The browser tests of the portal (TestPortalBrowser) and of the operators'
+# console (TestConsoleBrowser, desktop and phone width) with their full-page
 # screenshots going to docs/screenshots instead of a temporary directory.
 screenshots: build
-	SCHEDBRIDGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run TestPortalBrowser ./cmd/schedbridge/
+	SCHEDBRIDGE_SCREENSHOTS=$(CURDIR)/docs/screenshots $(GO) test -count=1 -run 'TestPortalBrowser|TestConsoleBrowser' ./cmd/schedbridge/
 
 # Refreshes the Redoc bundle that GET /docs serves (api/docs) from npm:
 # `make docs-bundle` for the pinned version, REDOC_VERSION=x.y.z for another.

@@ -389,7 +389,9 @@ func (s *Server) observe(c *gin.Context) {
 		slog.Float64("duration_s", took), slog.Int64("bytes_in", c.Request.ContentLength),
 	}
 	if v, ok := c.Get(ctxPrincipal); ok {
-		if p := v.(principal); p.isClient() {
+		if p := v.(principal); p.Operator != "" {
+			attrs = append(attrs, slog.String("operator", p.Operator))
+		} else if p.isClient() {
 			attrs = append(attrs, slog.String("issuer", p.Issuer), slog.String("client_id", p.ClientID))
 		} else {
 			attrs = append(attrs, slog.String("key_id", p.ID))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,7 +58,7 @@ func (s *Server) webConsoleRoutes(e *gin.Engine) {
 	e.GET("/console", toLage)
 	e.GET("/console/", toLage)
 	e.GET("/console/static/*file", gin.WrapH(http.StripPrefix("/console/static/", consoleweb.Static())))
-	g := e.Group("/console", s.consolePageHeaders, s.consoleCSRFCookie)
+	g := e.Group("/console", s.consolePageHeaders, dropEmptyQuery, s.consoleCSRFCookie)
 	g.GET("/anmelden", s.consoleSignIn)
 	p := g.Group("", s.requireOperatorPage)
 	p.GET("/lage", s.consolePage("lage", "Lage", s.situationData))
@@ -84,6 +85,30 @@ func (s *Server) consolePageHeaders(c *gin.Context) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("X-Frame-Options", "DENY")
+	c.Next()
+}
+
+// dropEmptyQuery removes the empty parameters of a page's query: an HTML
+// form sends a filter left at "alle" as "stage=", which a person means as
+// no filter, while the console API (and the page's parsing, shared with it)
+// refuses an empty value.
+func dropEmptyQuery(c *gin.Context) {
+	q := c.Request.URL.Query()
+	changed := false
+	for k, vs := range q {
+		if slices.Contains(vs, "") {
+			kept := slices.DeleteFunc(slices.Clone(vs), func(v string) bool { return v == "" })
+			if len(kept) == 0 {
+				q.Del(k)
+			} else {
+				q[k] = kept
+			}
+			changed = true
+		}
+	}
+	if changed {
+		c.Request.URL.RawQuery = q.Encode()
+	}
 	c.Next()
 }
 
@@ -366,9 +391,14 @@ func durationDE(d time.Duration) string {
 	}
 }
 
+// countdownDE is the time to the deadline as the page's script counts it
+// down: days once it is two days or more away.
 func countdownDE(left time.Duration) string {
 	a := left.Abs().Round(time.Second)
 	text := fmt.Sprintf("%d h %02d min %02d s", int(a.Hours()), int(a.Minutes())%60, int(a.Seconds())%60)
+	if a >= 48*time.Hour {
+		text = fmt.Sprintf("%d d %02d h", int(a.Hours())/24, int(a.Hours())%24)
+	}
 	if left < 0 {
 		return "abgelaufen seit " + text
 	}

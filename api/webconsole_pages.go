@@ -681,10 +681,11 @@ func (s *Server) calculationData(c *gin.Context) (any, error) {
 		Sum:    calcRow("Summe", res.Summe)}
 	n := len(res.Tage)
 	labels := make([]string, n)
-	cost, balancing := make([]float64, n), make([]float64, n)
+	cost, balancing, surcharge := make([]float64, n), make([]float64, n), make([]float64, n)
 	for i, t := range res.Tage {
 		labels[i] = dayShortDE(t.Tag)
 		cost[i], balancing[i] = valueOrNaN(t.GesamtkostenEUR), valueOrNaN(t.AusgleichsenergieEUR)
+		surcharge[i] = valueOrNaN(t.AufschlagCtKWh)
 		d.Rows = append(d.Rows, calcRow(dayShortDE(t.Tag), t.Figures))
 	}
 	if n > 0 {
@@ -695,11 +696,17 @@ func (s *Server) calculationData(c *gin.Context) (any, error) {
 		}
 		if d.Chart, err = (chart.Chart{ID: "kalkulation-chart", Title: "Gesamtkosten und Ausgleichsenergie je Tag",
 			Desc: fmt.Sprintf("%d Tage vom %s bis %s in Euro", n, dayShortDE(von), dayShortDE(bis)), Unit: "€", Points: n,
-			XLabels: labels, Ticks: ticks, Bars: true, Series: []chart.Series{
+			XLabels: labels, Ticks: ticks, CenterTicks: true, Decimals: 2, Bars: true, Series: []chart.Series{
 				{Name: "Gesamtkosten", Class: "s-cost", Values: cost},
 				{Name: "Ausgleichsenergie", Class: "s-balancing", Values: balancing},
 			}}).SVG(); err != nil {
 			return nil, fmt.Errorf("chart of the calculation: %w", err)
+		}
+		if d.Surcharge, err = (chart.Chart{ID: "aufschlag-chart", Title: "Aufschlag je Tag",
+			Desc: fmt.Sprintf("%d Tage vom %s bis %s in Cent je kWh", n, dayShortDE(von), dayShortDE(bis)), Unit: "ct/kWh", Points: n,
+			XLabels: labels, Ticks: ticks, CenterTicks: true, Decimals: 4,
+			Series: []chart.Series{{Name: "Aufschlag", Class: "s-surcharge", Values: surcharge}}}).SVG(); err != nil {
+			return nil, fmt.Errorf("chart of the surcharge: %w", err)
 		}
 	}
 	return d, nil

@@ -185,6 +185,21 @@ func TestWebConsoleActions(t *testing.T) {
 func TestWebConsolePages(t *testing.T) {
 	w := newWebConsole(t, sqldb.SQLite)
 	w.seedSchedules(t, pipeline.NewDay(2026, 11, 24))
+	// A file rejected for one bad cell: the Eingang page names its line
+	// and column.
+	var csv strings.Builder
+	csv.WriteString("malo;day;unit")
+	for q := 1; q <= 96; q++ {
+		fmt.Fprintf(&csv, ";v%d", q)
+	}
+	csv.WriteString("\n123;2026-11-20;KWH" + strings.Repeat(";1,5", 96) + "\n")
+	ctx := context.Background()
+	if err := w.bucket.Put(ctx, "inbox/p1/metered-data/kaputt.csv", strings.NewReader(csv.String()), int64(csv.Len())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.inbox.Scan(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cookie, _ := w.signIn(t, "claim@firma.test", portal.MethodSSO, true)
 	for _, tc := range []struct {
 		path, title string
@@ -195,7 +210,8 @@ func TestWebConsolePages(t *testing.T) {
 		{"/console/lage?day=2026-11-24", "Lage", 200, "A63: time series mismatch (Zeitreihe TS1)"},
 		{"/console/laeufe", "Läufe", 200, "Fahrpläne"},
 		{"/console/laeufe?status=failed", "Läufe", 200, "Keine Läufe"},
-		{"/console/eingang", "Eingang", 200, "Keine Dateien"},
+		{"/console/laeufe?stage=&status=&trigger=&day=", "Läufe", 200, "Fahrpläne"}, // a form's "alle" is no filter
+		{"/console/eingang", "Eingang", 200, "<tr><td>2</td><td>malo</td><td>"},
 		{"/console/eingang?state=pending", "Eingang", 200, "Keine Dateien"},
 		{"/console/fahrplaene?day=2026-11-24", "Fahrpläne", 200, "MSG-p1-TenneT"},
 		{"/console/kalkulation", "Kalkulation", 200, "CSV herunterladen"},

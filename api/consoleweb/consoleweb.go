@@ -283,8 +283,9 @@ type ReplyRow struct {
 
 // Calculation is the data of the Kalkulation page.
 type Calculation struct {
-	Von, Bis  string
-	Chart     template.HTML
+	Von, Bis string
+	// Chart shows the costs per day (EUR), Surcharge the Aufschlag (ct/kWh).
+	Chart, Surcharge template.HTML
 	Rows      []CalcRow
 	Sum       CalcRow
 	Complete  bool

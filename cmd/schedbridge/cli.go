@@ -82,6 +82,11 @@ func commandTree() *command {
 			{name: "remove", args: "EMAIL", summary: "take a person off the operator list", define: cmdOperatorRemove},
 			{name: "list", args: "[--json]", summary: "list the operators", define: cmdOperatorList},
 		}},
+		{name: "audit", summary: "the audit trail", subs: []*command{
+			{name: "list", args: "[--limit N] [--json]", summary: "list the newest audit entries: data requests and operators' actions, newest first",
+				about:  "An action taken in the web console names its operator (OPERATOR); one sent with a key names the key.",
+				define: cmdAuditList},
+		}},
 		{name: "inbox", summary: "the bulk inbox", subs: []*command{
 			{name: "put", args: "FILE --portfolio ID --kind metered-data|profiles|master-data|forecasts [--name NAME]",
 				summary: "upload a file to inbox/<portfolio>/<kind>/<name>", define: cmdInboxPut},

@@ -43,27 +43,9 @@ var screenshotNames = []string{
 // secure context. Afterwards the server's log must hold none of the session
 // ids, CSRF tokens or codes the browser saw.
 func TestPortalBrowser(t *testing.T) {
-	node, modules := portaltest.NodeModules(t, "playwright-core", portaltest.PlaywrightCoreVersion)
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("chromium is not installed (%v): run `make test-deps`", err)
-	}
-	script, err := filepath.Abs(filepath.Join("..", "..", "deploy", "dev", "portal", "e2e.mjs"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	shots := os.Getenv(screenshotsEnv)
-	if shots == "" {
-		shots = t.TempDir()
-	}
-
+	shots := screenshotDir(t)
 	in := newInstance(t, sqldb.SQLite)
-	_, port, err := net.SplitHostPort(in.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The browser reaches the portal as localhost and the IdP as 127.0.0.1:
-	// two sites, so the IdP's answer is a real cross-site POST.
-	base := "http://localhost:" + port
+	base := browserBase(t, in)
 	const clientID, clientSecret = "portal-web", "e2e-client-secret"
 	idp := portaltest.StartIdP(t, portaltest.IdPOptions{
 		Web: portaltest.WebClient{ID: clientID, Secret: clientSecret,
@@ -95,20 +77,55 @@ func TestPortalBrowser(t *testing.T) {
 		"--component", "Grundgehalt=1850.00:monatlich:sichtbar")
 	srv, logs := in.serve()
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script)
-	cmd.Env = append(os.Environ(),
-		"NODE_PATH="+modules,
+	secrets, runErr := runBrowserScript(t, "portal", 2*time.Minute,
 		"BASE_URL="+base,
 		"MAILDEV_API="+md.APIURL,
 		"SCREENSHOT_DIR="+shots,
-		"CHROMIUM="+chromiumPath,
 		"STAFF_LOGIN=sub-anna", "STAFF_NAME=Anna Schmidt",
 		"LINK_EMAIL=jonas.neu@firma.test", "LINK_NAME=Jonas Neu",
 	)
-	// Its own process group, so that a timeout also ends the Chromium that
-	// playwright-core started.
+	stopAndCheckSecrets(t, srv, logs, runErr, secrets, 5, "portal: signed in")
+	checkScreenshots(t, shots, screenshotNames)
+}
+
+// screenshotDir is where a browser test's screenshots go: docs/screenshots
+// under `make screenshots`, else a temporary directory.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv(screenshotsEnv); d != "" {
+		return d
+	}
+	return t.TempDir()
+}
+
+// browserBase is the origin the browser reaches the instance at:
+// localhost, while the IdP is reached as 127.0.0.1, so that the two are
+// different sites and the IdP's answer is a real cross-site POST.
+func browserBase(t *testing.T, in *instance) string {
+	_, port, err := net.SplitHostPort(in.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://localhost:" + port
+}
+
+// runBrowserScript runs deploy/dev/<dir>/e2e.mjs with node, npm
+// playwright-core and Debian's Chromium, passing env, and returns the
+// secrets the script reported holding. The script runs in its own process
+// group, so that a timeout also ends the Chromium it started.
+func runBrowserScript(t *testing.T, dir string, timeout time.Duration, env ...string) ([]string, error) {
+	t.Helper()
+	node, modules := portaltest.NodeModules(t, "playwright-core", portaltest.PlaywrightCoreVersion)
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("chromium is not installed (%v): run `make test-deps`", err)
+	}
+	script, err := filepath.Abs(filepath.Join("..", "..", "deploy", "dev", dir, "e2e.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Env = append(append(os.Environ(), "NODE_PATH="+modules, "CHROMIUM="+chromiumPath), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	out := &lineLog{t: t}
@@ -116,10 +133,16 @@ func TestPortalBrowser(t *testing.T) {
 	start := time.Now()
 	runErr := cmd.Run()
 	out.flush()
-	t.Logf("e2e.mjs ran %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("%s/e2e.mjs ran %v", dir, time.Since(start).Round(time.Millisecond))
+	return out.secrets(), runErr
+}
 
-	// Stop the server before reading its log, so that nothing writes to it
-	// any more.
+// stopAndCheckSecrets stops the server before reading its log, so that
+// nothing writes to it any more, fails on the script's error, and checks
+// that the log holds none of the secrets the browser saw (at least atLeast
+// of them: fewer means the script lost track) and does show signedIn.
+func stopAndCheckSecrets(t *testing.T, srv *exec.Cmd, logs *syncBuffer, runErr error, secrets []string, atLeast int, signedIn string) {
+	t.Helper()
 	if err := srv.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -129,15 +152,11 @@ func TestPortalBrowser(t *testing.T) {
 	if runErr != nil {
 		t.Fatalf("e2e.mjs: %v\nserver log:\n%s", runErr, logs)
 	}
-
-	secrets := out.secrets()
-	// The SSO login-flow token, the authorization code, session ids, CSRF
-	// tokens and the magic-link code: fewer means the script lost track.
-	if len(secrets) < 5 {
-		t.Fatalf("e2e.mjs reported %d secrets, want at least 5: %q", len(secrets), secrets)
+	if len(secrets) < atLeast {
+		t.Fatalf("e2e.mjs reported %d secrets, want at least %d: %q", len(secrets), atLeast, secrets)
 	}
 	serverLog := logs.String()
-	if !strings.Contains(serverLog, "portal: signed in") {
+	if !strings.Contains(serverLog, signedIn) {
 		t.Fatalf("the server log shows no sign-in; is it the right log?\n%s", serverLog)
 	}
 	for _, s := range secrets {
@@ -145,8 +164,12 @@ func TestPortalBrowser(t *testing.T) {
 			t.Errorf("the server log contains %q, a secret the browser held", s)
 		}
 	}
-	for _, name := range screenshotNames {
-		b, err := os.ReadFile(filepath.Join(shots, name))
+}
+
+func checkScreenshots(t *testing.T, dir string, names []string) {
+	t.Helper()
+	for _, name := range names {
+		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
 			t.Errorf("screenshot %s: not a PNG (%v)", name, err)
 		}

@@ -258,6 +258,9 @@
     var left = Math.round((end - Date.now()) / 1000);
     var a = Math.abs(left);
     var text = Math.floor(a / 3600) + " h " + pad(Math.floor(a % 3600 / 60)) + " min " + pad(a % 60) + " s";
+    if (a >= 48 * 3600) {
+      text = Math.floor(a / 86400) + " d " + pad(Math.floor(a % 86400 / 3600)) + " h";
+    }
     el.textContent = left >= 0 ? "noch " + text : "abgelaufen seit " + text;
   }
 

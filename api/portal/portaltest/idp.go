@@ -85,12 +85,15 @@ type Account struct {
 	Email         string
 	EmailVerified bool
 	Name          string
+	// Groups is the groups claim (released with the profile scope), as an
+	// enterprise provider asserts group memberships.
+	Groups []string
 }
 
 // IdP is a running OpenID Connect provider. Clients must use PKCE (S256);
 // the scopes are openid, email and profile, and ID tokens (RS256, signed
 // with a key generated at start and published in the JWKS) carry sub,
-// email, email_verified and name.
+// email, email_verified, name and, for accounts that have them, groups.
 type IdP struct {
 	// Issuer is the provider's issuer URL, http://127.0.0.1:<port>; its
 	// discovery document is at Issuer + "/.well-known/openid-configuration".
@@ -197,9 +200,11 @@ func idpConfig(o IdPOptions) map[string]any {
 	}
 	accounts := []map[string]any{}
 	for _, a := range o.Accounts {
-		accounts = append(accounts, map[string]any{
-			"sub": a.Subject, "email": a.Email, "email_verified": a.EmailVerified, "name": a.Name,
-		})
+		acc := map[string]any{"sub": a.Subject, "email": a.Email, "email_verified": a.EmailVerified, "name": a.Name}
+		if a.Groups != nil {
+			acc["groups"] = a.Groups
+		}
+		accounts = append(accounts, acc)
 	}
 	return map[string]any{"clients": clients, "accounts": accounts, "resources": resources}
 }

@@ -20,7 +20,8 @@
 //        "token_endpoint_auth_method": "none",
 //        "redirect_uris": ["de.schedbridge.portal:/callback"]} ],
 //     "accounts": [ {"sub": "u1", "email": "a@example.test",
-//                    "email_verified": true, "name": "A"} ],
+//                    "email_verified": true, "name": "A",
+//                    "groups": ["optional", "group", "names"]} ],
 //     "ttl": { optional overrides in seconds, e.g. "AuthorizationCode": 60 },
 //     "resources": { resource servers for machine clients, by audience, e.g.
 //       "https://schedbridge.test": {"scope": "schedbridge:data schedbridge:process",
@@ -148,6 +149,7 @@ server.listen(Number(args.port), args.host, () => {
             email: a.email,
             email_verified: Boolean(a.email_verified),
             name: a.name,
+            ...(a.groups ? { groups: a.groups } : {}),
           };
         },
       };
@@ -155,7 +157,9 @@ server.listen(Number(args.port), args.host, () => {
     claims: {
       openid: ['sub'],
       email: ['email', 'email_verified'],
-      profile: ['name'],
+      // groups rides on profile, as enterprise providers put group
+      // memberships into the ID token without a scope of their own.
+      profile: ['name', 'groups'],
     },
     scopes: ['openid', 'email', 'profile'],
     // Relying parties commonly read email and name from the ID token (most
