@@ -286,12 +286,12 @@ type Calculation struct {
 	Von, Bis string
 	// Chart shows the costs per day (EUR), Surcharge the Aufschlag (ct/kWh).
 	Chart, Surcharge template.HTML
-	Rows      []CalcRow
-	Sum       CalcRow
-	Complete  bool
-	Notes     []string
-	CSVURL    string
-	Portfolio string
+	Rows             []CalcRow
+	Sum              CalcRow
+	Complete         bool
+	Notes            []string
+	CSVURL           string
+	Portfolio        string
 }
 
 // CalcRow is one day (or the sum) of the period calculation; a money figure
