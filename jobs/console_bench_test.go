@@ -74,7 +74,8 @@ var consolePortfolios = []struct {
 // The sub-benchmarks time the two summaries, the cheapest authenticated
 // request on the same server as their peer (GET /v1/console/events?limit=1),
 // and each read the summaries make, alone, so that the figures say where the
-// time goes. The market-partner facts are kept between requests until an
+// time goes (with the Kalkulation page's: part/kalkulation-rows and
+// part/kalkulation). The market-partner facts are kept between requests until an
 // indexing run writes (storage/sqldb/mako_cache.go); summary-after-sync and
 // part/mako-overview-after-sync index one EDIFACT file before each call, as
 // a sync that found one does, so they read the facts in full.
