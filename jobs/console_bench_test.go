@@ -2,6 +2,8 @@ package jobs_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -19,13 +21,16 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/schedbridge/schedbridge/api"
+	portalapi "github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/ingest/edifact"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/ingest/mail"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
+	"github.com/schedbridge/schedbridge/pipeline/kalkulation"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
+	"github.com/schedbridge/schedbridge/pipeline/portal"
 	"github.com/schedbridge/schedbridge/pipeline/price"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
@@ -62,18 +67,28 @@ var consolePortfolios = []struct {
 // stage runs per day (some failed and retried), the kalkulation runs, their
 // log lines, the schedule versions per portfolio and control area with the
 // TSOs' answers, the inbox files with their events (a few hundred a day),
-// the published positions and open positions of every day, and a year of
-// spot and reBAP prices. A few files wait in the inbox, some failed ones
-// among them.
+// the published positions, open positions and kalkulation quantities of
+// every day, and a year of spot and reBAP prices. A few files wait in the
+// inbox, some failed ones among them.
 //
 // The sub-benchmarks time the two summaries, the cheapest authenticated
 // request on the same server as their peer (GET /v1/console/events?limit=1),
 // and each read the summaries make, alone, so that the figures say where the
-// time goes. The market-partner facts are kept between requests until an
+// time goes (with the Kalkulation page's: part/kalkulation-rows and
+// part/kalkulation). The market-partner facts are kept between requests until an
 // indexing run writes (storage/sqldb/mako_cache.go); summary-after-sync and
 // part/mako-overview-after-sync index one EDIFACT file before each call, as
-// a sync that found one does, so they read the facts in full. Each reports
-// ms/op; the summaries also report their ratio to the peer (x_trivial).
+// a sync that found one does, so they read the facts in full.
+//
+// The pages of the web console (issue 19) go through the same server with
+// an operator's session cookie: page/lage (tomorrow, the default),
+// page/laeufe, page/eingang, page/fahrplaene, page/marktpartner,
+// page/antworten and page/kalkulation, each with its default parameters.
+//
+// Each reports ms/op; the summaries and the pages also report their ratio to
+// the peer (x_trivial), and the Lage page, which reads the summary and the
+// position series, its ratio to the JSON summary of the same run
+// (x_summary).
 func BenchmarkConsoleSummary(b *testing.B) {
 	n := benchLocations(b, 1_000_000)
 	for _, c := range combos {
@@ -94,10 +109,12 @@ type consoleBench struct {
 	h        http.Handler
 	process  string // the process key's secret
 	mobile   string // the mobile key's secret
+	cookie   string // the Cookie header of an operator's session
 	tomorrow pipeline.Day
 	mk       *jobs.Mako
 	md       *jobs.Marktdaten
 	proc     *inbox.Processor
+	runner   *jobs.Runner
 }
 
 // seedConsole loads the data set and builds the server.
@@ -169,13 +186,58 @@ func seedConsole(b *testing.B, e *env, locations int) *consoleBench {
 		b.Fatal(err)
 	}
 	runner := e.runner(func(c *jobs.Config) { c.Logger = quiet })
+	cs.runner = runner
 	db := e.db
+	// The web console signs in through the portal; its cookies are the bare
+	// ones of local development, so that the session cookie is sb_session.
+	pt := portalapi.New(portalapi.Config{BaseURL: "http://console.bench", InsecureCookies: true, Now: clk.Now, Logger: quiet}, db, nil, nil)
 	deps := api.Deps{Keys: db, Portfolios: db, Staging: db, Audit: db, DB: db,
 		InboxFiles: db, Events: db, Runner: runner, Results: db, Trades: db,
 		Starter: runner, RunLogs: db, Recorded: db, Waker: cs.proc, Inbox: cs.proc,
-		Mako: cs.mk, Marktdaten: cs.md, Calculator: runner}
+		Mako: cs.mk, Marktdaten: cs.md, Calculator: runner,
+		Portal: pt, Operators: db, EventCursor: db}
 	cs.h = api.New(api.Config{Now: clk.Now, Logger: quiet}, deps).Handler()
+	cs.cookie = signInOperator(b, db, now)
 	return cs
+}
+
+// signInOperator stores an operator and a live single sign-on session
+// directly, as the portal's SSO callback would (its sign-in is tested in
+// api/portal), and returns the session's Cookie header. The session lives
+// longer than the benchmark on its clock that stands still.
+func signInOperator(b *testing.B, db *sqldb.DB, now time.Time) string {
+	ctx := context.Background()
+	hash := func(s string) string {
+		h := sha256.Sum256([]byte(s))
+		return hex.EncodeToString(h[:])
+	}
+	u := portal.User{ID: "u_bench_operator", Email: "leitstand@beispiel-energie.de", Name: "Leitstand", CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(ctx, u); err != nil {
+		b.Fatal(err)
+	}
+	tok, csrf := "bench-operator-session", "bench-operator-csrf"
+	if err := db.CreateSession(ctx, portal.Session{IDHash: hash(tok), CSRFHash: hash(csrf), UserID: u.ID, Method: portal.MethodSSO,
+		Client: portal.ClientWeb, CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(time.Hour), OperatorClaim: true}, ""); err != nil {
+		b.Fatal(err)
+	}
+	return "sb_session=" + tok + "; sb_csrf=" + csrf
+}
+
+// page sends one request for a console page with the operator's session and
+// checks for 200, an HTML answer, and the page's heading, so that a redirect
+// to the sign-in or an error page does not pass for a page.
+func (cs *consoleBench) page(b *testing.B, path, title string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req.Header.Set("Cookie", cs.cookie)
+	rec := httptest.NewRecorder()
+	cs.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("GET %s: %d %.500s", path, rec.Code, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") || !strings.Contains(rec.Body.String(), "<h1>"+title+"</h1>") {
+		b.Fatalf("GET %s: %s without <h1>%s</h1>: %.500s", path, ct, title, rec.Body)
+	}
+	return rec
 }
 
 // benchInboxStore adapts the database to the inbox's Store as serve does:
@@ -283,8 +345,10 @@ func (cs *consoleBench) run(b *testing.B) {
 			b.ReportMetric(ms/trivial, "x_trivial")
 		}
 	}
+	var summary float64
 	b.Run("summary", func(b *testing.B) {
-		vsTrivial(b, timed(b, nil, func() { cs.get(b, "/v1/console/summary", cs.process) }))
+		summary = timed(b, nil, func() { cs.get(b, "/v1/console/summary", cs.process) })
+		vsTrivial(b, summary)
 	})
 	// The first summary after a sync indexed something reads the
 	// market-partner facts in full.
@@ -296,8 +360,46 @@ func (cs *consoleBench) run(b *testing.B) {
 		vsTrivial(b, timed(b, nil, func() { cs.get(b, "/v1/mobile/summary", cs.mobile, "Accept-Encoding", "gzip") }))
 	})
 
+	// The web console's pages, each with its default parameters, as an
+	// operator opens them. The Lage page reads what the summary reads and
+	// the position series, and renders a chart per control area. marker is
+	// a text the page shows only with its data, absent one it shows only
+	// without (the Kalkulation page draws its days with or without
+	// quantities, so an empty sum tells that it read none).
+	pages := []struct{ name, path, title, marker, absent string }{
+		{"lage", "/console/lage", "Lage", "zone-amprion-chart", ""},
+		{"laeufe", "/console/laeufe", "Läufe", "/console/laeufe/", ""},
+		{"eingang", "/console/eingang", "Eingang", "Erneut verarbeiten", ""},
+		{"fahrplaene", "/console/fahrplaene", "Fahrpläne", "SB-haushalt-", ""},
+		{"marktpartner", "/console/marktpartner", "Marktpartner", "9900000000001", ""},
+		{"antworten", "/console/antworten", "Antworten", `<tr class="row--`, ""},
+		{"kalkulation", "/console/kalkulation", "Kalkulation", "kalkulation-chart", `<th scope="row">Summe</th><td>0,000</td>`},
+	}
+	for _, p := range pages {
+		// What each page shows, checked once: a page that lost its data
+		// would render fast and prove nothing.
+		body := cs.page(b, p.path, p.title).Body
+		if p.marker != "" && !strings.Contains(body.String(), p.marker) {
+			b.Fatalf("GET %s: no %q in %d bytes", p.path, p.marker, body.Len())
+		}
+		if p.absent != "" && strings.Contains(body.String(), p.absent) {
+			b.Fatalf("GET %s: %q in %d bytes", p.path, p.absent, body.Len())
+		}
+		b.Logf("%s: %d bytes", p.path, body.Len())
+	}
+	for _, p := range pages {
+		b.Run("page/"+p.name, func(b *testing.B) {
+			ms := timed(b, nil, func() { cs.page(b, p.path, p.title) })
+			vsTrivial(b, ms)
+			if p.name == "lage" && summary > 0 {
+				b.ReportMetric(ms/summary, "x_summary")
+			}
+		})
+	}
+
 	// The parts, each the call the summaries make, without HTTP.
 	day := cs.tomorrow
+	von, bis := kalkulation.DefaultPeriod(pipeline.DayOf(consoleBenchNow))
 	db := cs.e.db
 	must := func(b *testing.B, err error) {
 		if err != nil {
@@ -335,6 +437,10 @@ func (cs *consoleBench) run(b *testing.B) {
 		}},
 		{"positions", func(b *testing.B) { _, _, err := db.Positions(ctx, "", day); must(b, err) }},
 		{"open-position", func(b *testing.B) { _, _, err := db.OpenPosition(ctx, "", day); must(b, err) }},
+		// The Kalkulation page's period (the month so far): its rows alone,
+		// and the calculation with the prices as the page asks for it.
+		{"kalkulation-rows", func(b *testing.B) { _, err := db.KalkulationRows(ctx, "", von, bis); must(b, err) }},
+		{"kalkulation", func(b *testing.B) { _, err := cs.runner.Kalkulation(ctx, "", von, bis); must(b, err) }},
 	}
 	for _, p := range parts {
 		var prep func()
@@ -486,7 +592,7 @@ func (s *daySeeder) stageRuns(st pipeline.Stage, parent *int64, attempts int, gi
 			continue
 		}
 		s.runEvent(at, "run.succeeded", r, nil)
-		if st == pipeline.StageAggregate || st == pipeline.StageOpenPosition {
+		if st == pipeline.StageAggregate || st == pipeline.StageOpenPosition || st == pipeline.StageKalkulation {
 			s.publish(st, r.ID)
 		}
 		if st == pipeline.StageSchedules {
@@ -551,11 +657,21 @@ func (s *daySeeder) chain(at time.Time) {
 }
 
 // publish stores the read model a stage run computed: positions for
-// aggregate, the open position for open-position.
+// aggregate, the open position for open-position, the quantities of the
+// period calculation for kalkulation (metered on nine days in ten, the
+// schedule's on the others), which the Kalkulation page reads.
 func (s *daySeeder) publish(st pipeline.Stage, runID int64) {
 	ts := s.day.QuarterStartsUTC()
 	var pos []pipeline.PositionRow
 	var open []pipeline.OpenPositionRow
+	var kalk []kalkulation.Row
+	// Only the kalkulation, the day's last record, draws from the day's
+	// random numbers here, so that the rest of the day is what it was
+	// before the Kalkulation page was benchmarked.
+	basis := kalkulation.BasisIst
+	if st == pipeline.StageKalkulation && s.rng.IntN(10) == 0 {
+		basis = kalkulation.BasisFahrplan
+	}
 	for pi, cp := range consolePortfolios {
 		for ai, area := range cp.p.ControlAreas {
 			for qh, ms := range ts {
@@ -565,13 +681,21 @@ func (s *daySeeder) publish(st pipeline.Stage, runID int64) {
 					ConsumptionMW: net + 1, ProductionMW: 1, NetMW: net, Source: "generated"})
 				open = append(open, pipeline.OpenPositionRow{Portfolio: cp.p.ID, ControlArea: area, QH: qh, TS: at,
 					NetMW: net, BoughtMW: net * 0.9, SoldMW: 2, OpenMW: net*0.1 + 2})
+				k := kalkulation.Row{Portfolio: cp.p.ID, ControlArea: area, Day: s.day, QH: qh, TS: at, BoughtMW: net * 0.9, SoldMW: 2, Basis: basis}
+				if basis == kalkulation.BasisIst && st == pipeline.StageKalkulation {
+					k.IstMW = net * (0.95 + 0.1*s.rng.Float64())
+				}
+				kalk = append(kalk, k)
 			}
 		}
 	}
-	if st == pipeline.StageAggregate {
+	switch st {
+	case pipeline.StageAggregate:
 		s.fail(s.db.PublishPositions(s.ctx, runID, s.day, pos))
-	} else {
+	case pipeline.StageOpenPosition:
 		s.fail(s.db.PublishOpenPosition(s.ctx, runID, s.day, open))
+	case pipeline.StageKalkulation:
+		s.fail(s.db.PublishKalkulation(s.ctx, runID, s.day, kalk))
 	}
 }
 
