@@ -163,29 +163,45 @@ func (s *Server) page(c *gin.Context, items any, next string) {
 
 // --- runs ---
 
+// runsQuery reads the filters and the cursor of a runs list, as the console
+// API and the Läufe page take them; dayGiven tells whether a day was named.
+func runsQuery(c *gin.Context, problems *[]ingest.Problem) (q pipeline.RunQuery, dayGiven bool) {
+	q = pipeline.RunQuery{
+		Stage:   pipeline.Stage(queryEnum(c, "stage", "", runStageNames, problems)),
+		Status:  pipeline.RunStatus(queryEnum(c, "status", "", runStatuses, problems)),
+		Trigger: queryEnum(c, "trigger", "", runTriggers, problems),
+	}
+	if d, given := queryDay(c, "day", problems); given {
+		q.Day, dayGiven = &d, true
+	}
+	q.BeforeID = queryIDCursor(c, problems)
+	return q, dayGiven
+}
+
+// runsPage reads one page of runs, newest first, and the cursor of the next.
+func (s *Server) runsPage(ctx context.Context, q pipeline.RunQuery, limit int) ([]pipeline.Run, string, error) {
+	q.Limit = limit + 1 // one more tells whether a next page exists
+	runs, err := s.deps.Results.Runs(ctx, q)
+	if err != nil {
+		return nil, "", err
+	}
+	runs, next := trimPage(runs, limit, func(r pipeline.Run) int64 { return r.ID })
+	return runs, next, nil
+}
+
 func (s *Server) getConsoleRuns(c *gin.Context) {
 	var problems []ingest.Problem
-	q := pipeline.RunQuery{
-		Stage:   pipeline.Stage(queryEnum(c, "stage", "", runStageNames, &problems)),
-		Status:  pipeline.RunStatus(queryEnum(c, "status", "", runStatuses, &problems)),
-		Trigger: queryEnum(c, "trigger", "", runTriggers, &problems),
-	}
-	if d, given := queryDay(c, "day", &problems); given {
-		q.Day = &d
-	}
+	q, _ := runsQuery(c, &problems)
 	limit := int(queryInt(c, "limit", 50, 1, 500, &problems))
-	q.BeforeID = queryIDCursor(c, &problems)
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return
 	}
-	q.Limit = limit + 1 // one more tells whether a next page exists
-	runs, err := s.deps.Results.Runs(c.Request.Context(), q)
+	runs, next, err := s.runsPage(c.Request.Context(), q, limit)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	runs, next := trimPage(runs, limit, func(r pipeline.Run) int64 { return r.ID })
 	if runs == nil {
 		runs = []pipeline.Run{}
 	}
@@ -402,37 +418,36 @@ func consoleInboxFile(f pipeline.InboxFile) ConsoleInboxFile {
 		ClaimedAt: &claimed, Finished: f.FinishedAt, RetriedAt: f.RetriedAt}
 }
 
-func (s *Server) getConsoleInbox(c *gin.Context) {
-	var problems []ingest.Problem
-	state := queryEnum(c, "state", "pending", inboxStates, &problems)
-	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
+// inboxPage is one page of the console's inbox list in a state: the
+// waiting objects for "pending" (paged by key), the records otherwise (paged
+// by id), and the cursor of the next page.
+type inboxPage struct {
+	pending []pipeline.ObjectInfo
+	files   []pipeline.InboxFile
+	next    string
+}
+
+// inboxList reads a page of the inbox in state, after the cursor of the
+// previous page (a key for pending files, a record id for the others), as
+// the console API and the Eingang page list it.
+func (s *Server) inboxList(c *gin.Context, state, portfolio string, limit int, problems *[]ingest.Problem) (inboxPage, error) {
 	ctx := c.Request.Context()
 	if state == "pending" {
-		after := queryCursor(c, &problems)
-		if len(problems) > 0 {
-			s.fail(c, &ingest.SchemaError{Problems: problems})
-			return
+		after := queryCursor(c, problems)
+		if len(*problems) > 0 {
+			return inboxPage{}, nil
 		}
-		objs, more, err := s.deps.Inbox.Pending(ctx, c.Query("portfolio"), after, limit)
+		objs, more, err := s.deps.Inbox.Pending(ctx, portfolio, after, limit)
 		if err != nil {
-			s.fail(c, err)
-			return
+			return inboxPage{}, err
 		}
-		items := make([]ConsoleInboxFile, len(objs))
-		for i, o := range objs {
-			portfolio, kind, name := splitInboxKey(o.Key)
-			mod := o.Modified.UTC()
-			items[i] = ConsoleInboxFile{File: o.Key, Portfolio: portfolio, Kind: kind, Name: name, Size: o.Size,
-				State: "pending", Modified: &mod}
-		}
-		next := ""
+		p := inboxPage{pending: objs}
 		if more && len(objs) > 0 {
-			next = encodeCursor(objs[len(objs)-1].Key)
+			p.next = encodeCursor(objs[len(objs)-1].Key)
 		}
-		s.page(c, items, next)
-		return
+		return p, nil
 	}
-	q := pipeline.InboxQuery{Portfolio: c.Query("portfolio"), BeforeID: queryIDCursor(c, &problems), Limit: limit + 1}
+	q := pipeline.InboxQuery{Portfolio: portfolio, BeforeID: queryIDCursor(c, problems), Limit: limit + 1}
 	switch state {
 	case "processing":
 		q.States = []pipeline.InboxState{pipeline.InboxProcessing, pipeline.InboxStaged, pipeline.InboxRejecting}
@@ -441,21 +456,47 @@ func (s *Server) getConsoleInbox(c *gin.Context) {
 	case "rejected":
 		q.States, q.NotRetried = []pipeline.InboxState{pipeline.InboxRejected}, true
 	}
-	if len(problems) > 0 {
-		s.fail(c, &ingest.SchemaError{Problems: problems})
-		return
+	if len(*problems) > 0 {
+		return inboxPage{}, nil
 	}
 	files, err := s.deps.InboxFiles.InboxFiles(ctx, q)
 	if err != nil {
+		return inboxPage{}, err
+	}
+	p := inboxPage{}
+	p.files, p.next = trimPage(files, limit, func(f pipeline.InboxFile) int64 { return f.ID })
+	return p, nil
+}
+
+// pendingFile is a waiting object as the console lists it: no record yet,
+// so no id, attempts or reason.
+func pendingFile(o pipeline.ObjectInfo) ConsoleInboxFile {
+	portfolio, kind, name := splitInboxKey(o.Key)
+	mod := o.Modified.UTC()
+	return ConsoleInboxFile{File: o.Key, Portfolio: portfolio, Kind: kind, Name: name, Size: o.Size, State: "pending", Modified: &mod}
+}
+
+func (s *Server) getConsoleInbox(c *gin.Context) {
+	var problems []ingest.Problem
+	state := queryEnum(c, "state", "pending", inboxStates, &problems)
+	limit := int(queryInt(c, "limit", 100, 1, 1000, &problems))
+	p, err := s.inboxList(c, state, c.Query("portfolio"), limit, &problems)
+	switch {
+	case len(problems) > 0:
+		s.fail(c, &ingest.SchemaError{Problems: problems})
+		return
+	case err != nil:
 		s.fail(c, err)
 		return
 	}
-	files, next := trimPage(files, limit, func(f pipeline.InboxFile) int64 { return f.ID })
-	items := make([]ConsoleInboxFile, len(files))
-	for i, f := range files {
-		items[i] = consoleInboxFile(f)
+	items := make([]ConsoleInboxFile, 0, len(p.pending)+len(p.files))
+	for _, o := range p.pending {
+		items = append(items, pendingFile(o))
 	}
-	s.page(c, items, next)
+	for _, f := range p.files {
+		items = append(items, consoleInboxFile(f))
+	}
+	s.page(c, items, p.next)
 }
 
 // splitInboxKey names portfolio, kind and file of inbox/<portfolio>/<kind>/<name>;

@@ -96,16 +96,39 @@ func (s *Server) getMobileSummary(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	var (
-		runs []pipeline.Run
-		pos  []pipeline.PositionRow
-		open []pipeline.OpenPositionRow
-		tso  []MobileTSO
+		runs  []pipeline.Run
+		areas []AreaSeries
+		tso   []MobileTSO
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		runs, err = s.deps.Results.Runs(gctx, pipeline.RunQuery{Day: &day, Limit: 1000})
 		return err
 	})
+	g.Go(func() (err error) { areas, err = s.areaSeriesOf(gctx, day); return err })
+	g.Go(func() (err error) { tso, err = s.mobileTSO(gctx, day); return err })
+	if err := g.Wait(); err != nil {
+		s.fail(c, err)
+		return
+	}
+	chain := chainState(runs)
+	sum := MobileSummary{Day: day, QuarterHours: day.Intervals(), Deadline: day.TSODeadline(), Chain: chain.State,
+		Areas: areas, TSO: tso}
+	for _, st := range chain.Stages {
+		sum.Stages = append(sum.Stages, MobileStage{Stage: st.Stage, State: st.State})
+	}
+	s.cachedJSON(c, http.StatusOK, sum)
+}
+
+// areaSeriesOf reads the day's published positions and open positions of
+// all portfolios at once and sums them per control area (see areaSeries):
+// the series of the app's summary and of the web console's Lage page.
+func (s *Server) areaSeriesOf(ctx context.Context, day pipeline.Day) ([]AreaSeries, error) {
+	var (
+		pos  []pipeline.PositionRow
+		open []pipeline.OpenPositionRow
+	)
+	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		_, pos, err = s.deps.Results.Positions(gctx, "", day)
 		return unpublished(err)
@@ -114,18 +137,10 @@ func (s *Server) getMobileSummary(c *gin.Context) {
 		_, open, err = s.deps.Results.OpenPosition(gctx, "", day)
 		return unpublished(err)
 	})
-	g.Go(func() (err error) { tso, err = s.mobileTSO(gctx, day); return err })
 	if err := g.Wait(); err != nil {
-		s.fail(c, err)
-		return
+		return nil, err
 	}
-	chain := chainState(runs)
-	sum := MobileSummary{Day: day, QuarterHours: day.Intervals(), Deadline: day.TSODeadline(), Chain: chain.State,
-		Areas: areaSeries(day.Intervals(), pos, open), TSO: tso}
-	for _, st := range chain.Stages {
-		sum.Stages = append(sum.Stages, MobileStage{Stage: st.Stage, State: st.State})
-	}
-	s.cachedJSON(c, http.StatusOK, sum)
+	return areaSeries(day.Intervals(), pos, open), nil
 }
 
 // unpublished turns "nothing published for the day" into no error: the app

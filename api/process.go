@@ -20,6 +20,8 @@ import (
 // InboxFiles reads the records of inbox files.
 type InboxFiles interface {
 	InboxFiles(ctx context.Context, q pipeline.InboxQuery) ([]pipeline.InboxFile, error)
+	// InboxFile answers pipeline.NotFound for an unknown id.
+	InboxFile(ctx context.Context, id int64) (pipeline.InboxFile, error)
 }
 
 // Waker starts an inbox scan early.

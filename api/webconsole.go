@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/api/consoleweb"
+	"github.com/schedbridge/schedbridge/api/consoleweb/chart"
 	"github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -357,35 +358,12 @@ func dayShortDE(d pipeline.Day) string {
 	return fmt.Sprintf("%02d.%02d.%04d", d.Dom, int(d.Month), d.Year)
 }
 
-// numberDE formats with a decimal comma and thousands dots.
-func numberDE(v float64, decimals int) string {
-	s := fmt.Sprintf("%.*f", decimals, v)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	intPart, frac, _ := strings.Cut(s, ".")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, r := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte('.')
-		}
-		b.WriteRune(r)
-	}
-	if frac != "" {
-		b.WriteByte(',')
-		b.WriteString(frac)
-	}
-	return b.String()
-}
-
 func durationDE(d time.Duration) string {
 	switch {
 	case d < time.Second:
 		return fmt.Sprintf("%d ms", d.Milliseconds())
 	case d < time.Minute:
-		return numberDE(d.Seconds(), 1) + " s"
+		return chart.FormatDecimal(d.Seconds(), 1) + " s"
 	default:
 		return fmt.Sprintf("%d min %02d s", int(d.Minutes()), int(d.Seconds())%60)
 	}

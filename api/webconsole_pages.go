@@ -114,16 +114,13 @@ func (s *Server) situationData(c *gin.Context) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := c.Request.Context()
 	var (
-		sum  ConsoleSummary
-		pos  []pipeline.PositionRow
-		open []pipeline.OpenPositionRow
+		sum   ConsoleSummary
+		areas []AreaSeries
 	)
-	g, gctx := errgroup.WithContext(ctx)
+	g, gctx := errgroup.WithContext(c.Request.Context())
 	g.Go(func() (err error) { sum, err = s.summary(gctx, day); return err })
-	g.Go(func() (err error) { _, pos, err = s.deps.Results.Positions(gctx, "", day); return unpublished(err) })
-	g.Go(func() (err error) { _, open, err = s.deps.Results.OpenPosition(gctx, "", day); return unpublished(err) })
+	g.Go(func() (err error) { areas, err = s.areaSeriesOf(gctx, day); return err })
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
@@ -149,7 +146,7 @@ func (s *Server) situationData(c *gin.Context) (any, error) {
 		}
 		d.Stages = append(d.Stages, row)
 	}
-	if d.Areas, err = areaCharts(day, areaSeries(day.Intervals(), pos, open)); err != nil {
+	if d.Areas, err = areaCharts(day, areas); err != nil {
 		return nil, err
 	}
 	for _, p := range sum.Portfolios {
@@ -224,7 +221,7 @@ func mwDE(v float64) string {
 	if math.IsNaN(v) {
 		return "–"
 	}
-	return numberDE(v, 3)
+	return chart.FormatDecimal(v, 3)
 }
 
 // --- Läufe ---
@@ -262,26 +259,14 @@ func runRow(r pipeline.Run) consoleweb.RunRow {
 
 func (s *Server) runsData(c *gin.Context) (any, error) {
 	var problems []ingest.Problem
-	q := pipeline.RunQuery{
-		Stage:   pipeline.Stage(queryEnum(c, "stage", "", runStageNames, &problems)),
-		Status:  pipeline.RunStatus(queryEnum(c, "status", "", runStatuses, &problems)),
-		Trigger: queryEnum(c, "trigger", "", runTriggers, &problems),
-	}
-	day, given := queryDay(c, "day", &problems)
-	if given {
-		q.Day = &day
-	}
-	q.BeforeID = queryIDCursor(c, &problems)
+	q, given := runsQuery(c, &problems)
 	if len(problems) > 0 {
 		return nil, &ingest.SchemaError{Problems: problems}
 	}
-	const limit = 50
-	q.Limit = limit + 1
-	runs, err := s.deps.Results.Runs(c.Request.Context(), q)
+	runs, next, err := s.runsPage(c.Request.Context(), q, 50)
 	if err != nil {
 		return nil, err
 	}
-	runs, next := trimPage(runs, limit, func(r pipeline.Run) int64 { return r.ID })
 	tomorrow := pipeline.DayOf(s.now()).AddDays(1)
 	d := consoleweb.Runs{
 		Stages:   options(runStageNames, func(v string) string { return stageLabel(pipeline.Stage(v)) }, string(q.Stage)),
@@ -294,7 +279,7 @@ func (s *Server) runsData(c *gin.Context) (any, error) {
 		d.Statuses[i].Selected = d.Statuses[i].Value == string(q.Status)
 	}
 	if given {
-		d.Day = day.String()
+		d.Day = q.Day.String()
 	}
 	for _, r := range runs {
 		d.Rows = append(d.Rows, runRow(r))
@@ -367,49 +352,23 @@ func (s *Server) inboxData(c *gin.Context) (any, error) {
 	}
 	var problems []ingest.Problem
 	state := queryEnum(c, "state", "rejected", inboxStates, &problems)
-	if len(problems) > 0 {
-		return nil, &ingest.SchemaError{Problems: problems}
-	}
-	ctx := c.Request.Context()
 	d := consoleweb.Inbox{State: state, States: options(inboxStates, func(v string) string { return inboxStateLabels[v] }, state)}
-	const limit = 100
-	if state == "pending" {
-		after := queryCursor(c, &problems)
-		if len(problems) > 0 {
-			return nil, &ingest.SchemaError{Problems: problems}
-		}
-		objs, more, err := s.deps.Inbox.Pending(ctx, "", after, limit)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
-			p, kind, name := splitInboxKey(o.Key)
-			d.Rows = append(d.Rows, consoleweb.InboxRow{File: o.Key, Portfolio: p, Kind: kind, Name: name, Size: sizeDE(o.Size),
-				State: inboxBadges["pending"], Time: timeDE(o.Modified)})
-		}
-		if more && len(objs) > 0 {
-			d.NextURL = "/console/eingang?" + url.Values{"state": {state}, "cursor": {encodeCursor(objs[len(objs)-1].Key)}}.Encode()
-		}
-		return d, nil
-	}
-	q := pipeline.InboxQuery{BeforeID: queryIDCursor(c, &problems), Limit: limit + 1}
-	if len(problems) > 0 {
+	p, err := s.inboxList(c, state, "", 100, &problems)
+	switch {
+	case len(problems) > 0:
 		return nil, &ingest.SchemaError{Problems: problems}
-	}
-	switch state {
-	case "processing":
-		q.States = []pipeline.InboxState{pipeline.InboxProcessing, pipeline.InboxStaged, pipeline.InboxRejecting}
-	case "failed":
-		q.States, q.NotRetried = []pipeline.InboxState{pipeline.InboxFailed}, true
-	case "rejected":
-		q.States, q.NotRetried = []pipeline.InboxState{pipeline.InboxRejected}, true
-	}
-	files, err := s.deps.InboxFiles.InboxFiles(ctx, q)
-	if err != nil {
+	case err != nil:
 		return nil, err
 	}
-	files, next := trimPage(files, limit, func(f pipeline.InboxFile) int64 { return f.ID })
-	for _, f := range files {
+	if p.next != "" {
+		d.NextURL = "/console/eingang?" + url.Values{"state": {state}, "cursor": {p.next}}.Encode()
+	}
+	for _, o := range p.pending {
+		cf := pendingFile(o)
+		d.Rows = append(d.Rows, consoleweb.InboxRow{File: cf.File, Portfolio: cf.Portfolio, Kind: cf.Kind, Name: cf.Name,
+			Size: sizeDE(cf.Size), State: inboxBadges["pending"], Time: timeDE(o.Modified)})
+	}
+	for _, f := range p.files {
 		cf := consoleInboxFile(f)
 		row := consoleweb.InboxRow{File: f.Key, Portfolio: cf.Portfolio, Kind: cf.Kind, Name: cf.Name, Size: sizeDE(f.Size),
 			State: inboxBadges[cf.State], Attempts: f.Attempts, Time: timeDE(f.ClaimedAt), Reason: f.Reason}
@@ -448,9 +407,6 @@ func (s *Server) inboxData(c *gin.Context) (any, error) {
 		}
 		d.Rows = append(d.Rows, row)
 	}
-	if next != "" {
-		d.NextURL = "/console/eingang?" + url.Values{"state": {state}, "cursor": {next}}.Encode()
-	}
 	return d, nil
 }
 
@@ -466,25 +422,24 @@ func (s *Server) inboxReceipt(c *gin.Context) {
 		s.consoleError(c, pipeline.Errorf(pipeline.NotFound, "no inbox file %q", c.Param("id")))
 		return
 	}
-	files, err := s.deps.InboxFiles.InboxFiles(c.Request.Context(), pipeline.InboxQuery{BeforeID: id + 1, Limit: 1})
+	f, err := s.deps.InboxFiles.InboxFile(c.Request.Context(), id)
+	if err == nil && len(f.Result) == 0 {
+		err = pipeline.Errorf(pipeline.NotFound, "no receipt for inbox file %d", id)
+	}
 	if err != nil {
 		s.consoleError(c, err)
 		return
 	}
-	if len(files) == 0 || files[0].ID != id || len(files[0].Result) == 0 {
-		s.consoleError(c, pipeline.Errorf(pipeline.NotFound, "no receipt for inbox file %d", id))
-		return
-	}
 	c.Header("Content-Disposition", fmt.Sprintf(`inline; filename="beleg-%d.json"`, id))
-	c.Data(http.StatusOK, "application/json; charset=utf-8", files[0].Result)
+	c.Data(http.StatusOK, "application/json; charset=utf-8", f.Result)
 }
 
 func sizeDE(n int64) string {
 	switch {
 	case n >= 1<<20:
-		return numberDE(float64(n)/(1<<20), 1) + " MiB"
+		return chart.FormatDecimal(float64(n)/(1<<20), 1) + " MiB"
 	case n >= 1<<10:
-		return numberDE(float64(n)/(1<<10), 1) + " KiB"
+		return chart.FormatDecimal(float64(n)/(1<<10), 1) + " KiB"
 	default:
 		return strconv.FormatInt(n, 10) + " B"
 	}
@@ -655,11 +610,11 @@ func euroOrMissing(v *float64, decimals int) string {
 	if v == nil {
 		return "fehlt"
 	}
-	return numberDE(*v, decimals)
+	return chart.FormatDecimal(*v, decimals)
 }
 
 func calcRow(day string, f kalkulation.Figures) consoleweb.CalcRow {
-	return consoleweb.CalcRow{Day: day, Customers: numberDE(f.KundenmengeKWh, 3), Balancing: euroOrMissing(f.AusgleichsenergieEUR, 2),
+	return consoleweb.CalcRow{Day: day, Customers: chart.FormatDecimal(f.KundenmengeKWh, 3), Balancing: euroOrMissing(f.AusgleichsenergieEUR, 2),
 		Cost: euroOrMissing(f.GesamtkostenEUR, 2), Surcharge: euroOrMissing(f.AufschlagCtKWh, 4),
 		MissingSpot: f.FehlendeSpotpreise, MissingReBAP: f.FehlendeReBAP}
 }
@@ -730,7 +685,7 @@ func (s *Server) calculationCSV(c *gin.Context) {
 	_ = w.Write([]string{"Tag", "Kundenmenge (kWh)", "Ausgleichsenergie (kWh)", "Ausgleichsenergie (EUR)", "Gesamtkosten (EUR)",
 		"Aufschlag (ct/kWh)", "Fehlende Spotpreise", "Fehlende reBAP"})
 	row := func(day string, f kalkulation.Figures) []string {
-		return []string{day, numberDE(f.KundenmengeKWh, 3), numberDE(f.AusgleichsenergieKWh, 3), euroOrMissing(f.AusgleichsenergieEUR, 2),
+		return []string{day, chart.FormatDecimal(f.KundenmengeKWh, 3), chart.FormatDecimal(f.AusgleichsenergieKWh, 3), euroOrMissing(f.AusgleichsenergieEUR, 2),
 			euroOrMissing(f.GesamtkostenEUR, 2), euroOrMissing(f.AufschlagCtKWh, 4), strconv.Itoa(f.FehlendeSpotpreise), strconv.Itoa(f.FehlendeReBAP)}
 	}
 	for _, t := range res.Tage {
