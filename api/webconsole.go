@@ -17,6 +17,7 @@ import (
 	"github.com/schedbridge/schedbridge/api/consoleweb"
 	"github.com/schedbridge/schedbridge/api/consoleweb/chart"
 	"github.com/schedbridge/schedbridge/api/portal"
+	"github.com/schedbridge/schedbridge/api/webpage"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -74,18 +75,11 @@ func (s *Server) webConsoleRoutes(e *gin.Engine) {
 	p.GET("/kalkulation.csv", s.calculationCSV)
 }
 
-// consolePageHeaders sets the pages' security headers: a
-// Content-Security-Policy that allows scripts, styles and connections to
-// this origin only (the pages have no inline script or style; the SVG
-// charts are styled by class), no framing, no referrer, no caching.
+// consolePageHeaders sets the pages' security headers, the portal's (see
+// webpage.SetPageHeaders): the charts are SVG styled by class, so the strict
+// Content-Security-Policy holds here too.
 func (s *Server) consolePageHeaders(c *gin.Context) {
-	hd := c.Writer.Header()
-	hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Frame-Options", "DENY")
+	webpage.SetPageHeaders(c.Writer.Header())
 	c.Next()
 }
 

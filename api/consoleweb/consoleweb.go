@@ -323,38 +323,23 @@ var dataTypes = map[string]reflect.Type{
 	"kalkulation":  reflect.TypeFor[Calculation](),
 }
 
-// navItem is one entry of the main navigation.
-type navItem struct{ Key, Href, Label string }
-
-var navItems = []navItem{
-	{"lage", "/console/lage", "Lage"},
-	{"laeufe", "/console/laeufe", "Läufe"},
-	{"eingang", "/console/eingang", "Eingang"},
-	{"fahrplaene", "/console/fahrplaene", "Fahrpläne"},
-	{"marktpartner", "/console/marktpartner", "Marktpartner"},
-	{"antworten", "/console/antworten", "Antworten"},
-	{"kalkulation", "/console/kalkulation", "Kalkulation"},
-}
-
 var site = webpage.New(webpage.Site{
 	Templates: templateFS, Static: staticFS, Layout: "layout.html", StaticURL: "/console/static/", Pages: dataTypes,
 	Extra: map[string]string{"chart.css": chart.CSS},
-	Funcs: template.FuncMap{
-		"navItems": func() []navItem { return navItems },
-		"deref":    func(p *int) int { return *p },
+	Nav: []webpage.NavItem{
+		{Key: "lage", Href: "/console/lage", Label: "Lage"},
+		{Key: "laeufe", Href: "/console/laeufe", Label: "Läufe"},
+		{Key: "eingang", Href: "/console/eingang", Label: "Eingang"},
+		{Key: "fahrplaene", Href: "/console/fahrplaene", Label: "Fahrpläne"},
+		{Key: "marktpartner", Href: "/console/marktpartner", Label: "Marktpartner"},
+		{Key: "antworten", Href: "/console/antworten", Label: "Antworten"},
+		{Key: "kalkulation", Href: "/console/kalkulation", Label: "Kalkulation"},
 	},
+	Funcs: template.FuncMap{"deref": func(p *int) int { return *p }},
 })
 
-// view is what the templates execute with: the page and its name.
-type view struct {
-	Page
-	Name string
-}
-
 // Render writes page name with p; see webpage.Set.Render.
-func Render(w io.Writer, name string, p Page) error {
-	return site.Render(w, name, p.Data, view{Page: p, Name: name})
-}
+func Render(w io.Writer, name string, p Page) error { return site.Render(w, name, p.Data, p) }
 
 // Static serves the files under static/, mounted under /console/static/.
 func Static() http.Handler { return site.Handler() }

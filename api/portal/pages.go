@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/api/portal/web"
+	"github.com/schedbridge/schedbridge/api/webpage"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/portal"
 )
@@ -44,13 +45,7 @@ func (h *Handler) pageRoutes(e *gin.Engine) {
 // that allows scripts and styles from this origin only (the pages have no
 // inline script), no framing, no referrer, and no caching of personal data.
 func (h *Handler) pageHeaders(c *gin.Context) {
-	hd := c.Writer.Header()
-	hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
-		"form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Referrer-Policy", "no-referrer")
-	hd.Set("X-Frame-Options", "DENY")
+	webpage.SetPageHeaders(c.Writer.Header())
 	c.Next()
 }
 

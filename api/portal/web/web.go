@@ -10,7 +10,6 @@ package web
 
 import (
 	"embed"
-	"html/template"
 	"io"
 	"net/http"
 	"reflect"
@@ -149,22 +148,17 @@ var dataTypes = map[string]reflect.Type{
 	"fehler":          nil,
 }
 
-// navItem is one entry of the main navigation.
-type navItem struct{ Key, Href, Label string }
-
-var navItems = []navItem{
-	{"uebersicht", "/portal/", "Übersicht"},
-	{"urlaub", "/portal/urlaub", "Urlaub"},
-	{"krankmeldung", "/portal/krankmeldung", "Krankmeldung"},
-	{"bescheinigungen", "/portal/bescheinigungen", "Bescheinigungen"},
-	{"verguetung", "/portal/verguetung", "Vergütung"},
-	{"abmelden", "/portal/abmelden", "Abmelden"},
-}
-
 // site is the portal's pages, parsed on first use.
 var site = webpage.New(webpage.Site{
 	Templates: templateFS, Static: staticFS, Layout: "layout.html", StaticURL: "/portal/static/", Pages: dataTypes,
-	Funcs: template.FuncMap{"navItems": func() []navItem { return navItems }},
+	Nav: []webpage.NavItem{
+		{Key: "uebersicht", Href: "/portal/", Label: "Übersicht"},
+		{Key: "urlaub", Href: "/portal/urlaub", Label: "Urlaub"},
+		{Key: "krankmeldung", Href: "/portal/krankmeldung", Label: "Krankmeldung"},
+		{Key: "bescheinigungen", Href: "/portal/bescheinigungen", Label: "Bescheinigungen"},
+		{Key: "verguetung", Href: "/portal/verguetung", Label: "Vergütung"},
+		{Key: "abmelden", Href: "/portal/abmelden", Label: "Abmelden"},
+	},
 })
 
 // view is what the templates execute with: the page and its name, which the
