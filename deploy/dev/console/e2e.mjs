@@ -29,17 +29,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { atPath as atPathOf, check, log, need, visible } from '../portal/e2e-lib.mjs';
 import { importPackage } from '../portal/npm.mjs';
 
 const { chromium } = await importPackage('playwright-core');
 
-function need(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`e2e: the environment variable ${name} is not set`);
-  return v;
-}
-
 const BASE = need('BASE_URL').replace(/\/+$/, '');
+const atPath = (page, path, what) => atPathOf(page, BASE, path, what);
 const SCREENSHOT_DIR = need('SCREENSHOT_DIR');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const OPERATOR_LOGIN = need('OPERATOR_LOGIN');
@@ -56,22 +52,6 @@ const COOKIES = [`${PREFIX}sb_session`, `${PREFIX}sb_csrf`, `${PREFIX}sb_login`]
 mkdirSync(SCREENSHOT_DIR, { recursive: true });
 const secrets = new Set();
 
-function log(msg) {
-  process.stdout.write(`e2e: ${msg}\n`);
-}
-
-function check(cond, msg) {
-  if (!cond) throw new Error(`e2e: ${msg}`);
-}
-
-async function visible(locator, what, timeout) {
-  try {
-    await locator.first().waitFor({ state: 'visible', timeout });
-  } catch (err) {
-    throw new Error(`e2e: expected ${what}: ${err.message.split('\n')[0]}`);
-  }
-}
-
 // until waits for fn(arg) to hold on the page; a timeout says what was
 // awaited and what the page's alert and status regions showed.
 async function until(page, fn, arg, what, timeout) {
@@ -81,14 +61,6 @@ async function until(page, fn, arg, what, timeout) {
     const alert = await page.locator('#fehler').textContent().catch(() => '');
     const status = await page.locator('#meldung').textContent().catch(() => '');
     throw new Error(`e2e: expected ${what}: ${err.message.split('\n')[0]} (alert "${alert}", status "${status}")`);
-  }
-}
-
-async function atPath(page, path, what) {
-  try {
-    await page.waitForURL((u) => u.origin === BASE && u.pathname === path);
-  } catch (err) {
-    throw new Error(`e2e: expected ${what} (${BASE}${path}), the browser is at ${page.url()}`);
   }
 }
 

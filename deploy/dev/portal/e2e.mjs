@@ -22,17 +22,13 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+import { atPath as atPathOf, check, log, need, visible } from './e2e-lib.mjs';
 import { importPackage } from './npm.mjs';
 
 const { chromium } = await importPackage('playwright-core');
 
-function need(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`e2e: the environment variable ${name} is not set`);
-  return v;
-}
-
 const BASE = need('BASE_URL').replace(/\/+$/, '');
+const atPath = (page, path, what) => atPathOf(page, BASE, path, what);
 const MAILDEV_API = need('MAILDEV_API').replace(/\/+$/, '');
 const SCREENSHOT_DIR = need('SCREENSHOT_DIR');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -50,32 +46,6 @@ mkdirSync(SCREENSHOT_DIR, { recursive: true });
 
 // Every secret the browser held; printed at the end for the log check.
 const secrets = new Set();
-
-function log(msg) {
-  process.stdout.write(`e2e: ${msg}\n`);
-}
-
-function check(cond, msg) {
-  if (!cond) throw new Error(`e2e: ${msg}`);
-}
-
-// visible waits for a locator and turns Playwright's timeout into a message
-// that says what the page should have shown.
-async function visible(locator, what) {
-  try {
-    await locator.first().waitFor({ state: 'visible' });
-  } catch (err) {
-    throw new Error(`e2e: expected ${what}: ${err.message.split('\n')[0]}`);
-  }
-}
-
-async function atPath(page, path, what) {
-  try {
-    await page.waitForURL((u) => u.origin === BASE && u.pathname === path);
-  } catch (err) {
-    throw new Error(`e2e: expected ${what} (${BASE}${path}), the browser is at ${page.url()}`);
-  }
-}
 
 async function shot(page, name) {
   await page.screenshot({ path: join(SCREENSHOT_DIR, name), fullPage: true });
