@@ -92,7 +92,7 @@ func dropEmptyQuery(c *gin.Context) {
 	changed := false
 	for k, vs := range q {
 		if slices.Contains(vs, "") {
-			kept := slices.DeleteFunc(slices.Clone(vs), func(v string) bool { return v == "" })
+			kept := slices.DeleteFunc(vs, func(v string) bool { return v == "" })
 			if len(kept) == 0 {
 				q.Del(k)
 			} else {
@@ -161,29 +161,24 @@ func (s *Server) allowOperators(c *gin.Context) {
 		return
 	}
 	st, err := s.operatorOf(c)
-	switch {
-	case err != nil:
-		if st != nil {
-			if a := auditOf(c); a != nil {
-				a.Operator = st.Email
-			}
-		}
-		s.fail(c, err)
-		return
-	case st == nil:
+	if st == nil && err == nil {
 		c.Next()
 		return
 	}
-	switch c.Request.Method {
-	case http.MethodGet, http.MethodHead, http.MethodOptions:
-	default:
-		if err := s.deps.Portal.CheckCSRF(c); err != nil {
-			if a := auditOf(c); a != nil {
-				a.Operator = st.Email
-			}
-			s.fail(c, err)
-			return
+	// The trail names the person, also when the request is refused.
+	if a := auditOf(c); a != nil && st != nil {
+		a.Operator = st.Email
+	}
+	if err == nil {
+		switch c.Request.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			err = s.deps.Portal.CheckCSRF(c)
 		}
+	}
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
 	c.Set(ctxPrincipal, principal{ID: "operator:" + st.Email, Scope: pipeline.ScopeProcess, Operator: st.Email})
 	c.Next()
@@ -211,22 +206,13 @@ func (s *Server) requireOperatorPage(c *gin.Context) {
 	}
 }
 
-// signInMessages are the only texts the sign-in page shows for its fehler
-// parameter (set by the portal's SSO callback), so it cannot inject text.
-var consoleSignInMessages = map[string]string{
-	"sso":            "Die Anmeldung mit dem Firmenkonto ist fehlgeschlagen. Bitte versuchen Sie es erneut.",
-	"sso_abgelaufen": "Die Anmeldung hat zu lange gedauert oder wurde bereits abgeschlossen. Bitte versuchen Sie es erneut.",
-	"sso_konto":      "Ihr Firmenkonto ist keinem Zugang zugeordnet.",
-	"sso_aus":        "Die Anmeldung mit dem Firmenkonto ist auf diesem Server nicht eingerichtet.",
-}
-
 func (s *Server) consoleSignIn(c *gin.Context) {
 	if st, err := s.operatorOf(c); err == nil && st != nil {
 		c.Redirect(http.StatusSeeOther, consoleStart)
 		return
 	}
 	p := s.consoleBase(c, "Anmelden", "", nil)
-	p.Error = consoleSignInMessages[c.Query("fehler")]
+	p.Error = portal.SignInMessage(c.Query("fehler"))
 	if c.Query("abgemeldet") == "1" {
 		p.Notice = "Sie wurden abgemeldet."
 	}
@@ -285,7 +271,7 @@ func (s *Server) consoleError(c *gin.Context, err error) {
 
 // consoleNotFound answers an unknown path under /console/ with the error page.
 func (s *Server) consoleNotFound(c *gin.Context) {
-	s.consolePageHeaders(c)
+	webpage.SetPageHeaders(c.Writer.Header())
 	s.consoleError(c, pipeline.Errorf(pipeline.NotFound, "%s", c.Request.URL.Path))
 }
 
@@ -300,18 +286,22 @@ func staffOf(c *gin.Context) *portal.Staff {
 // own part. The page opens the event stream after the newest event.
 func (s *Server) consolePage(name, title string, data func(*gin.Context) (any, error)) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		d, err := data(c)
-		if err != nil {
-			s.consoleError(c, err)
-			return
-		}
 		p := s.consoleBase(c, title, name, staffOf(c))
+		// The stream starts after the newest event before the page's data
+		// is read, so that an event that lands meanwhile refreshes the page
+		// rather than being missed.
 		if s.deps.Events != nil && s.deps.EventCursor != nil {
+			var err error
 			p.Live = true
 			if p.LiveAfter, err = s.deps.EventCursor.LastEventID(c.Request.Context()); err != nil {
 				s.consoleError(c, err)
 				return
 			}
+		}
+		d, err := data(c)
+		if err != nil {
+			s.consoleError(c, err)
+			return
 		}
 		s.renderConsole(c, http.StatusOK, name, p, d)
 	}

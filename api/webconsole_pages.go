@@ -226,9 +226,8 @@ func mwDE(v float64) string {
 
 // --- Läufe ---
 
-var runStatusLabels = []consoleweb.Option{
-	{Value: string(pipeline.RunRunning), Label: "läuft"}, {Value: string(pipeline.RunSucceeded), Label: "erfolgreich"},
-	{Value: string(pipeline.RunFailed), Label: "fehlgeschlagen"},
+var runStatusLabels = map[string]string{
+	string(pipeline.RunRunning): "läuft", string(pipeline.RunSucceeded): "erfolgreich", string(pipeline.RunFailed): "fehlgeschlagen",
 }
 
 var triggerLabels = map[string]string{"cron": "Zeitplan", triggerAPI: "API", triggerConsole: "Leitstand", "cli": "Kommandozeile", "demo": "Demo"}
@@ -270,13 +269,10 @@ func (s *Server) runsData(c *gin.Context) (any, error) {
 	tomorrow := pipeline.DayOf(s.now()).AddDays(1)
 	d := consoleweb.Runs{
 		Stages:   options(runStageNames, func(v string) string { return stageLabel(pipeline.Stage(v)) }, string(q.Stage)),
-		Statuses: runStatusLabels, Triggers: options(runTriggers, func(v string) string { return triggerLabels[v] }, q.Trigger),
+		Statuses: options(runStatuses, func(v string) string { return runStatusLabels[v] }, string(q.Status)), Triggers: options(runTriggers, func(v string) string { return triggerLabels[v] }, q.Trigger),
 		StartStages: options(stringsOf(append([]pipeline.Stage{pipeline.StageChain}, pipeline.AllStages...)),
 			func(v string) string { return stageLabel(pipeline.Stage(v)) }, string(pipeline.StageChain)),
 		StartDay: tomorrow.String(), StartKey: actionKey(),
-	}
-	for i := range d.Statuses {
-		d.Statuses[i].Selected = d.Statuses[i].Value == string(q.Status)
 	}
 	if given {
 		d.Day = q.Day.String()

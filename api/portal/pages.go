@@ -115,7 +115,7 @@ func (h *Handler) page(name, title string, data func(*gin.Context, *caller) (any
 	}
 }
 
-// signInMessages are the only texts the sign-in page shows for its fehler
+// signInMessages are the only texts a sign-in page shows for its fehler
 // parameter, so the parameter cannot inject text.
 var signInMessages = map[string]string{
 	"sso":            "Die Anmeldung mit dem Firmenkonto ist fehlgeschlagen. Bitte versuchen Sie es erneut.",
@@ -124,13 +124,18 @@ var signInMessages = map[string]string{
 	"sso_aus":        "Die Anmeldung mit dem Firmenkonto ist auf diesem Server nicht eingerichtet.",
 }
 
+// SignInMessage is the text a sign-in page (the portal's or the operators'
+// console's) shows for the error code the SSO callback sent it back with;
+// "" for any other value.
+func SignInMessage(code string) string { return signInMessages[code] }
+
 func (h *Handler) signInPage(c *gin.Context) {
 	if callerOf(c) != nil {
 		c.Redirect(http.StatusSeeOther, "/portal/")
 		return
 	}
 	p := h.basePage(c, "Anmelden", "")
-	p.Error = signInMessages[c.Query("fehler")]
+	p.Error = SignInMessage(c.Query("fehler"))
 	if c.Query("abgemeldet") == "1" {
 		p.Notice = "Sie wurden abgemeldet."
 	}
