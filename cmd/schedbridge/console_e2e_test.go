@@ -82,6 +82,16 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.cli(0, "mako", "registry", reg)
+	// The partner's reply of this morning, dropped where the sync at start
+	// indexes mail: the Antworten page lists it, without a reference.
+	mail := filepath.Join(t.TempDir(), "antwort.eml")
+	at := time.Now().Add(-time.Hour)
+	if err := os.WriteFile(mail, []byte("From: Bayernwerk Nord <edi@netz-b.de>\r\nTo: mako@beispiel-energie.de\r\n"+
+		"Subject: Rueckfrage Ansprechpartner\r\nDate: "+at.Format(time.RFC1123Z)+"\r\nMessage-ID: <a1@netz-b.de>\r\n"+
+		"MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nBitte senden Sie die Kontaktdaten erneut.\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in.drop(mail, "inbox/mail/INBOX/antwort.eml")
 
 	srv, logs := in.serve()
 	defer func() {

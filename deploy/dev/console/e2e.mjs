@@ -285,6 +285,11 @@ async function operator(browser) {
   log(`${S}: Antworten and Kalkulation`);
   await nav(page, 'Antworten').click();
   await visible(page.getByRole('heading', { level: 1, name: 'Antworten' }), 'the Antworten page');
+  const reply = page.getByRole('row').filter({ has: page.getByRole('rowheader', { name: 'Rueckfrage Ansprechpartner' }) });
+  await visible(reply, "the partner's reply of this morning");
+  const replyText = await reply.innerText();
+  check(replyText.includes(PARTNER_NAME) && replyText.includes('ohne Referenz'),
+    `the reply row "${replyText}" does not name ${PARTNER_NAME} and its assessment "ohne Referenz"`);
   await shot(page, '08-antworten');
   await nav(page, 'Kalkulation').click();
   await visible(page.getByRole('heading', { level: 1, name: 'Kalkulation' }), 'the Kalkulation page');
