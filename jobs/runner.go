@@ -68,6 +68,7 @@ type Lake interface {
 	Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema) (*lake.Writer, error)
 	Latest(ctx context.Context, dataset string, day pipeline.Day) (lake.Snapshot, error)
 	Read(ctx context.Context, s lake.Snapshot, columns []string, fn func(arrow.RecordBatch) error) error
+	Scan(ctx context.Context, s lake.Snapshot, cols lake.ScanColumns, fn func(*lake.Block) error) error
 }
 
 // Outbox is where schedule messages go: the object store. Get reads a

@@ -222,10 +222,19 @@ func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipe
 	}
 	agg := position.NewAggregator(day)
 	var rows int64
-	err = r.lake.Read(ctx, in, []string{"portfolio", "control_area", "kind", "source", "qh_index", "power_mw"}, func(rec arrow.RecordBatch) error {
-		rows += rec.NumRows()
+	// The stage reads the published files, also when the forecast stage
+	// ran in this process, so that a retry of the stage alone reads what
+	// the chain read. Scan decodes the row groups on both cores and hands
+	// them over in file order, so the sums do not depend on the timing.
+	cols := lake.ScanColumns{Strings: []string{"portfolio", "control_area", "kind", "source"},
+		Int32s: []string{"qh_index"}, Float64s: []string{"power_mw"}}
+	err = r.lake.Scan(ctx, in, cols, func(b *lake.Block) error {
+		rows += int64(b.Rows)
 		r.progress(pipeline.StageAggregate, rows, in.Rows)
-		return agg.Add(rec)
+		return agg.AddBlock(position.Block{Rows: b.Rows,
+			Portfolio: position.Runs(b.Strings[0]), ControlArea: position.Runs(b.Strings[1]),
+			Kind: position.Runs(b.Strings[2]), Source: position.Runs(b.Strings[3]),
+			QH: b.Int32s[0], PowerMW: b.Float64s[0]})
 	})
 	if err != nil {
 		return nil, err

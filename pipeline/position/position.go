@@ -316,3 +316,121 @@ func (a *Aggregator) series(id int32, area, kind int) []float64 {
 	s := a.slot(id, area, kind)
 	return a.sums[s*a.n : (s+1)*a.n]
 }
+
+// Runs is a string column of a Block as runs of equal values: run k covers
+// the rows from Ends[k-1] (0 for the first run) up to, not including,
+// Ends[k], and has the value Dict[Codes[k]]. It has the layout of
+// lake.StringRuns, so that the runner converts one into the other.
+type Runs struct {
+	Dict  []string
+	Codes []int32
+	Ends  []int32
+}
+
+// Block is a block of forecast_malo rows in column form, as a low-level
+// Parquet scan delivers a row group: the string columns as runs, qh_index
+// and power_mw as one value per row.
+type Block struct {
+	Rows                                 int
+	Portfolio, ControlArea, Kind, Source Runs
+	QH                                   []int32
+	PowerMW                              []float64
+}
+
+// AddBlock adds a Block. It adds the rows in the order Add adds them, so
+// that reading the same rows either way gives bit-identical sums; but it
+// resolves the string columns once per run instead of once per row, which
+// is what makes it faster than Add on long runs (a location's 96 rows share
+// portfolio, area, kind and source). It does not keep b.
+func (a *Aggregator) AddBlock(b Block) error {
+	rows := b.Rows
+	if len(b.QH) != rows || len(b.PowerMW) != rows {
+		return pipeline.Errorf(pipeline.Invalid, "block of %d rows with %d qh_index and %d power_mw values", rows, len(b.QH), len(b.PowerMW))
+	}
+	if rows == 0 {
+		return nil
+	}
+	cols := [4]*Runs{&b.Portfolio, &b.ControlArea, &b.Kind, &b.Source}
+	names := [4]string{"portfolio", "control_area", "kind", "source"}
+	resolvers := [4]func(string) int32{a.portfolioID, areaIndex, kindIndex, sourceClass}
+	var luts [4][]int32
+	for c, r := range cols {
+		if len(r.Codes) != len(r.Ends) || len(r.Ends) == 0 || int(r.Ends[len(r.Ends)-1]) != rows {
+			return pipeline.Errorf(pipeline.Invalid, "column %s: runs do not cover the block's %d rows", names[c], rows)
+		}
+		lut := grow(&a.scratch[c], len(r.Dict))
+		for j, v := range r.Dict {
+			lut[j] = resolvers[c](v)
+		}
+		luts[c] = lut
+	}
+	// Resolving the portfolios may have grown the sums.
+	n := a.n
+	sums, cnt := a.sums, a.rows
+	qh, pw := b.QH, b.PowerMW
+	var k [4]int // the current run of each column
+	start := 0
+	for start < rows {
+		// The segment up to the nearest run end has one value per column.
+		end := rows
+		var v [4]int32
+		for c, r := range cols {
+			if k[c] >= len(r.Ends) {
+				return pipeline.Errorf(pipeline.Invalid, "column %s: runs do not cover the block's %d rows", names[c], rows)
+			}
+			e := int(r.Ends[k[c]])
+			if e <= start {
+				return pipeline.Errorf(pipeline.Invalid, "column %s: run ends do not rise", names[c])
+			}
+			code := r.Codes[k[c]]
+			if uint32(code) >= uint32(len(luts[c])) {
+				return pipeline.Errorf(pipeline.Invalid, "column %s: code %d of a dictionary of %d", names[c], code, len(luts[c]))
+			}
+			v[c] = luts[c][code]
+			end = min(end, e)
+		}
+		p, ar, kd, s := v[0], v[1], v[2], v[3]
+		if p|ar|kd|s < 0 {
+			return a.badBlockRow(b, start, v)
+		}
+		if s == 1 {
+			a.submittedRows += int64(end - start)
+		} else {
+			slot := (int(p)*nAreas+int(ar))*nKinds + int(kd)
+			dst := sums[slot*n : (slot+1)*n]
+			for i := start; i < end; i++ {
+				q := qh[i]
+				if uint32(q) >= uint32(n) {
+					return pipeline.Errorf(pipeline.Invalid, "row %d: qh_index %d outside the %d quarter-hours of %s", i, q, n, a.day)
+				}
+				dst[q] += pw[i]
+			}
+			cnt[slot] += int64(end - start)
+		}
+		for c, r := range cols {
+			if int(r.Ends[k[c]]) == end {
+				k[c]++
+			}
+		}
+		start = end
+	}
+	return nil
+}
+
+// badBlockRow names the column whose value is not known, as badRow does.
+func (a *Aggregator) badBlockRow(b Block, i int, v [4]int32) error {
+	cols := [4]*Runs{&b.Portfolio, &b.ControlArea, &b.Kind, &b.Source}
+	names := [4]string{"portfolio", "control_area", "kind", "source"}
+	for c := range cols {
+		if v[c] >= 0 {
+			continue
+		}
+		r := cols[c]
+		k := 0
+		for int(r.Ends[k]) <= i {
+			k++
+		}
+		return pipeline.Errorf(pipeline.Invalid, "row %d: %s %q is not known", i, names[c], r.Dict[r.Codes[k]])
+	}
+	return nil
+}

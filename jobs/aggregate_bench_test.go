@@ -1,0 +1,137 @@
+package jobs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/schedbridge/schedbridge/jobs"
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/lake"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
+	"github.com/schedbridge/schedbridge/storage/objstore"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
+)
+
+// EnvBenchAggLocations scales BenchmarkAggregateStage (default 150,000
+// market locations, 14.4 million forecast_malo rows).
+const EnvBenchAggLocations = "SCHEDBRIDGE_BENCH_AGG_LOCATIONS"
+
+// BenchmarkAggregateStage is the quick loop of the aggregate stage against
+// its peer: the forecast stage writes a forecast_malo snapshot once (the
+// same synthetic portfolio as BenchmarkChain, at a smaller scale), then
+// every iteration runs the aggregate stage on its own (read, sum, write
+// position_control_area, publish the positions) and has DuckDB aggregate
+// the same files to totals per portfolio, control area, kind and
+// quarter-hour. It reports both times and their ratio, aggregate_vs_duckdb,
+// the figure that BenchmarkChain reports at 1,000,000 locations.
+func BenchmarkAggregateStage(b *testing.B) {
+	n := 150_000
+	if s := os.Getenv(EnvBenchAggLocations); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			b.Fatalf("%s=%q: want a positive number of market locations", EnvBenchAggLocations, s)
+		}
+		n = v
+	}
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(dir, "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	bucket, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := pipeline.Portfolio{ID: "bench", Name: "Bench", BalancingGroup: bg, ExchangeBalancingGroup: exchange,
+		ControlAreas: []pipeline.ControlArea{pipeline.TenneT, pipeline.Amprion, pipeline.FiftyHertz, pipeline.TransnetBW}}
+	if _, err := db.PutPortfolio(ctx, p, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: n, RLMShare: 0.05, Areas: p.ControlAreas, MGAs: 50, HistoryWeeks: 8, Day: day, Seed: 1}
+	locs := jobs.SynthLocations(sc)
+	stageBulk(b, db, "location", func(st *sqldb.BulkStage) error { return st.Locations(ctx, locs) })
+	var hist []pipeline.MeteredEntry
+	stageBulk(b, db, "metered", func(st *sqldb.BulkStage) error {
+		if err := jobs.SynthHistory(sc, locs, func(e pipeline.MeteredEntry) error {
+			hist = append(hist, e)
+			if len(hist) == 5000 {
+				err := st.Metered(ctx, hist)
+				hist = hist[:0]
+				return err
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return st.Metered(ctx, hist)
+	})
+	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: p.ID, Endpoint: "bench", InputHash: "p", StatusCode: 200}
+	if _, err := db.StageProfiles(ctx, a, jobs.SynthDSOProfiles(day, 10)); err != nil {
+		b.Fatal(err)
+	}
+	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir})
+	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
+	if run, err := r.RunStage(ctx, pipeline.StageForecast, day, "bench"); err != nil || run.Status != pipeline.RunSucceeded {
+		b.Fatalf("forecast stage: %v %+v", err, run)
+	}
+	snap, err := lk.Latest(ctx, pipeline.DatasetForecastMalo, day)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var files []string
+	for _, f := range snap.Files {
+		files = append(files, laketest.Quote(filepath.Join(dir, "bucket", f.Key)))
+	}
+	query := fmt.Sprintf(`select portfolio, control_area, kind, qh_index, sum(power_mw) as mw
+		from read_parquet([%s]) group by all`, strings.Join(files, ","))
+	duck := laketest.DuckDB(b)
+
+	var ours, theirs, read time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		var run pipeline.Run
+		// The label lets `go tool pprof -tagfocus=stage=aggregate` show the
+		// stage alone, with the goroutines it starts, without the setup.
+		pprof.Do(ctx, pprof.Labels("stage", "aggregate"), func(ctx context.Context) {
+			run, err = r.RunStage(ctx, pipeline.StageAggregate, day, "bench")
+		})
+		ours += time.Since(start)
+		if err != nil || run.Status != pipeline.RunSucceeded {
+			b.Fatalf("aggregate stage: %v %+v", err, run)
+		}
+		var out jobs.AggregateOutputs
+		if err := json.Unmarshal(run.Outputs, &out); err != nil {
+			b.Fatal(err)
+		}
+		read += time.Duration(out.ReadSeconds * float64(time.Second))
+		b.StopTimer()
+		res, err := duck.Query(ctx, query)
+		if err != nil || len(res.Rows) == 0 {
+			b.Fatalf("DuckDB: %v (%d rows)", err, len(res.Rows))
+		}
+		theirs += res.Elapsed
+		b.StartTimer()
+	}
+	iters := float64(b.N)
+	b.ReportMetric(ours.Seconds()/iters, "aggregate_s")
+	b.ReportMetric(read.Seconds()/iters, "read_sum_s")
+	b.ReportMetric(theirs.Seconds()/iters, "duckdb_aggregate_s")
+	b.ReportMetric(ours.Seconds()/theirs.Seconds(), "aggregate_vs_duckdb")
+	b.ReportMetric(float64(snap.Rows)*iters/ours.Seconds(), "rows/s")
+}
