@@ -143,4 +143,3 @@ func TestAddBlockInvalid(t *testing.T) {
 		})
 	}
 }
-
