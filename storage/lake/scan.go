@@ -261,12 +261,7 @@ func (sc *scan) open(ctx context.Context, fi FileInfo) (*openFile, error) {
 		}
 		ra = tmp
 	}
-	// The readers allocate from the Go heap, not from Options.Alloc: Scan
-	// hands out no Arrow memory, everything it reads goes back to the
-	// garbage collector, and arrow-go's DELTA_BINARY_PACKED decoder never
-	// frees its bit-width buffer, which a checked allocator would report as
-	// a leak of the lake's.
-	pf, err := file.NewParquetReader(io.NewSectionReader(ra, 0, fi.Bytes), file.WithReadProps(parquet.NewReaderProperties(memory.DefaultAllocator)))
+	pf, err := file.NewParquetReader(io.NewSectionReader(ra, 0, fi.Bytes), file.WithReadProps(scanProps()))
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -616,4 +611,24 @@ func valueRuns(r *file.RowGroupReader, col, rows int, out *StringRuns) error {
 		return pipeline.Errorf(pipeline.Invalid, "%d values in a row group of %d rows", row, rows)
 	}
 	return nil
+}
+
+// scanBufferSize is the read buffer of a column chunk's stream. Without a
+// buffered stream arrow-go reads every column chunk into a new slice of its
+// full size, which the runtime clears first: at 150,000 locations that was
+// 40% of the scan's CPU (1.32 s against 0.80 s for five runs of
+// BenchmarkAggregateStage). Page bodies larger than the buffer are read
+// directly into the page reader's own buffer.
+const scanBufferSize = 64 << 10
+
+// scanProps are the reader properties of a Scan. The readers allocate from
+// the Go heap, not from Options.Alloc: Scan hands out no Arrow memory,
+// everything it reads goes back to the garbage collector, and arrow-go's
+// DELTA_BINARY_PACKED decoder never frees its bit-width buffer, which a
+// checked allocator would report as a leak of the lake's.
+func scanProps() *parquet.ReaderProperties {
+	p := parquet.NewReaderProperties(memory.DefaultAllocator)
+	p.BufferedStreamEnabled = true
+	p.BufferSize = scanBufferSize
+	return p
 }

@@ -2,9 +2,14 @@ package lake_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,7 +19,9 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/pipeline/position"
 	"github.com/schedbridge/schedbridge/storage/lake"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 )
 
@@ -279,4 +286,77 @@ func plainStringsOf(rec arrow.RecordBatch, schema *arrow.Schema) arrow.RecordBat
 		c.Release()
 	}
 	return out
+}
+
+// BenchmarkScan is the quick loop of the aggregate stage's read: a
+// forecast_malo snapshot of SCHEDBRIDGE_BENCH_LAKE_LOCATIONS locations
+// (default 100,000: 9.6 million rows) written once by the lake's writer,
+// then per iteration Scan of the stage's columns into a position.Aggregator
+// and DuckDB's aggregation to totals per portfolio, control area, kind and
+// quarter-hour over the same files. It reports scan-vs-duckdb, the ratio of
+// the two times measured in the same run.
+func BenchmarkScan(b *testing.B) {
+	locations := 100_000
+	if v := os.Getenv(EnvBenchLocations); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			b.Fatalf("%s=%q: want a positive number", EnvBenchLocations, v)
+		}
+		locations = n
+	}
+	d := pipeline.NewDay(2026, 6, 15)
+	ctx := context.Background()
+	bucket, err := objstore.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := lake.New(bucket, lake.Options{})
+	w, err := l.Create(ctx, fm, d, 1, pipeline.ForecastMaloSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for first := 0; first < locations; first += 10_000 {
+		rec := forecastBatch(memory.DefaultAllocator, d, first, min(10_000, locations-first))
+		err := w.Write(rec)
+		rec.Release()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	snap, err := w.Commit(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	duck := laketest.DuckDB(b)
+	query := `select portfolio, control_area, kind, qh_index, sum(power_mw) as mw from read_parquet(` +
+		laketest.Quote(filepath.Join(bucketDir(bucket), "lake", fm, "*", "*", "*.parquet")) + `) group by all`
+	var ours, theirs time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		agg := position.NewAggregator(d)
+		var rows int64
+		err := l.Scan(ctx, snap, aggColumns, func(blk *lake.Block) error {
+			rows += int64(blk.Rows)
+			return agg.AddBlock(position.Block{Rows: blk.Rows,
+				Portfolio: position.Runs(blk.Strings[0]), ControlArea: position.Runs(blk.Strings[1]),
+				Kind: position.Runs(blk.Strings[2]), Source: position.Runs(blk.Strings[3]),
+				QH: blk.Int32s[0], PowerMW: blk.Float64s[0]})
+		})
+		ours += time.Since(start)
+		if err != nil || rows != snap.Rows {
+			b.Fatalf("scanned %d of %d rows: %v", rows, snap.Rows, err)
+		}
+		b.StopTimer()
+		r, err := duck.Query(ctx, query)
+		if err != nil || len(r.Rows) == 0 {
+			b.Fatalf("DuckDB: %v", err)
+		}
+		theirs += r.Elapsed
+		b.StartTimer()
+	}
+	iters := float64(b.N)
+	b.ReportMetric(float64(snap.Rows)*iters/ours.Seconds(), "rows/s")
+	b.ReportMetric(theirs.Seconds()/iters*1000, "duckdb-ms")
+	b.ReportMetric(ours.Seconds()/theirs.Seconds(), "scan-vs-duckdb")
 }
