@@ -526,6 +526,9 @@ func indexRuns(enc parquet.Encoding, data []byte, n int, haveDict bool, dictLen,
 				v |= uint32(data[i]) << (8 * i)
 			}
 			data = data[vb:]
+			if count == 0 {
+				continue
+			}
 			if err := check(v); err != nil {
 				return err
 			}

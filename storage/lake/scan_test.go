@@ -244,6 +244,11 @@ func TestScanErrors(t *testing.T) {
 	if err != stop || calls != 1 {
 		t.Errorf("Scan = %v after %d calls, want the callback's error after 1", err, calls)
 	}
+	empty := write(t, l, 2, 0)
+	calls = 0
+	if err := l.Scan(ctx, empty, aggColumns, func(*lake.Block) error { calls++; return nil }); err != nil || calls != 0 {
+		t.Errorf("Scan of a snapshot without rows = %v after %d calls", err, calls)
+	}
 	bad := s
 	bad.Files = append([]lake.FileInfo(nil), s.Files...)
 	bad.Files[0].Bytes++
