@@ -171,7 +171,9 @@ func (sc *scan) run(ctx context.Context, files []FileInfo, fn func(*Block) error
 	for u := range ordered {
 		r := <-u.done
 		if err == nil {
-			if r.err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				err = cerr
+			} else if r.err != nil {
 				err = fmt.Errorf("lake read %s, row group %d: %w", u.f.key, u.rg, r.err)
 			} else if ferr := fn(r.b); ferr != nil {
 				err = ferr

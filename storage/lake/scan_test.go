@@ -244,6 +244,12 @@ func TestScanErrors(t *testing.T) {
 	if err != stop || calls != 1 {
 		t.Errorf("Scan = %v after %d calls, want the callback's error after 1", err, calls)
 	}
+	cctx, cancel := context.WithCancel(ctx)
+	calls = 0
+	err = l.Scan(cctx, s, aggColumns, func(*lake.Block) error { calls++; cancel(); return nil })
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Errorf("Scan cancelled in the first block = %v after %d calls, want context.Canceled after 1", err, calls)
+	}
 	empty := write(t, l, 2, 0)
 	calls = 0
 	if err := l.Scan(ctx, empty, aggColumns, func(*lake.Block) error { calls++; return nil }); err != nil || calls != 0 {
