@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -27,17 +28,19 @@ type Writer struct {
 	day     pipeline.Day
 	runID   int64
 	schema  *arrow.Schema
-	props   *parquet.WriterProperties
-	aprops  pqarrow.ArrowWriterProperties
+	enc     *encoding
 
 	// pending holds the slices of the caller's batches that make up the
 	// row group being gathered; they are retained until it is written.
 	pending     []arrow.RecordBatch
 	pendingRows int64
 
-	cur   *part      // the part being streamed, nil between parts
-	parts []FileInfo // finished parts, at their temporary keys
-	rows  int64      // rows in finished parts
+	cur *part // the part being streamed, nil between parts
+	// encoding is the result of the row group being encoded in the
+	// background, nil when none is.
+	encoding chan error
+	parts    []FileInfo // finished parts, at their temporary keys
+	rows     int64      // rows in finished parts
 
 	err   error // sticky: the writer failed and can only be aborted
 	state writerState
@@ -51,11 +54,11 @@ const (
 	writerReleased
 )
 
-// part is one Parquet file being streamed into the bucket: pqarrow writes
-// into a pipe whose other end is the body of a Put of unknown size.
+// part is one Parquet file being streamed into the bucket: the Parquet writer
+// writes into a pipe whose other end is the body of a Put of unknown size.
 type part struct {
 	key  string
-	fw   *pqarrow.FileWriter
+	fw   *file.Writer
 	sink *sink
 	rows int64
 	done chan error // the Put's result
@@ -63,9 +66,9 @@ type part struct {
 
 // sink counts the bytes that reach the pipe. It never fails a write: when
 // the upload breaks it keeps the error and swallows the rest, and so does it
-// after Abort, so that pqarrow's writer stays consistent, can still be closed
-// and frees its buffers (it leaks them when its sink fails). The Writer
-// checks err after every row group.
+// after Abort, so that the Parquet writer stays consistent, can still be
+// closed and frees its buffers (it leaks them when its sink fails). The
+// Writer checks err after every row group.
 type sink struct {
 	pw      *io.PipeWriter
 	n       int64
@@ -125,13 +128,14 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
 		}
 	}
-	return &Writer{
-		l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, schema: schema,
-		props: parquet.NewWriterProperties(opts...),
-		// The stored Arrow schema makes pqarrow read dictionary columns back
-		// as dictionaries and keeps the timestamps' zone.
-		aprops: pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)),
-	}, nil
+	// The stored Arrow schema makes pqarrow read dictionary columns back as
+	// dictionaries and keeps the timestamps' zone.
+	enc, err := newEncoding(schema, parquet.NewWriterProperties(opts...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)))
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, schema: schema, enc: enc}, nil
 }
 
 // checkNewer fails with Conflict when the day's published run is runID or a
@@ -221,37 +225,55 @@ func (w *Writer) curRows() int64 {
 	return w.cur.rows
 }
 
-// flushGroup writes the gathered batches as one row group of the current
-// part. pqarrow dictionary-encodes a dictionary column only while every batch
-// of a row group brings the same dictionary; at the first different one it
-// falls back to plain encoding for the whole column chunk (the tests check
-// for plain pages). So the batches' dictionaries are merged first (see
-// unifyDictionaries).
+// flushGroup hands the gathered batches to a goroutine that encodes them as
+// one row group of the current part (its columns in parallel, see
+// encoding.writeGroup) and streams it into the part, and returns while it
+// does, so that the caller produces the next row group meanwhile. It first
+// waits for the previous row group, so at most two row groups are in memory:
+// the one being encoded and the one being gathered. A dictionary column is
+// dictionary-encoded only while every batch of a row group brings the same
+// dictionary; at the first different one the column chunk falls back to
+// plain encoding (the tests check for plain pages). So the batches'
+// dictionaries are merged first (see unifyDictionaries).
 func (w *Writer) flushGroup() error {
 	if w.pendingRows == 0 {
 		return nil
+	}
+	if err := w.waitGroup(); err != nil {
+		return err
 	}
 	if err := w.openPart(); err != nil {
 		return err
 	}
 	batches, err := unifyDictionaries(w.l.opts.Alloc, w.pending)
+	rows := w.pendingRows
 	w.releasePending()
 	if err != nil {
 		return err
 	}
-	defer releaseAll(batches)
-	rows := int64(0)
-	if err := w.cur.fw.NewBufferedRowGroupChecked(); err != nil {
-		return err
-	}
-	for _, b := range batches {
-		if err := w.cur.fw.WriteBuffered(b); err != nil {
-			return err
-		}
-		rows += b.NumRows()
-	}
 	w.cur.rows += rows
-	return w.cur.uploadErr()
+	p, enc, done := w.cur, w.enc, make(chan error, 1)
+	w.encoding = done
+	go func() {
+		defer releaseAll(batches)
+		err := enc.writeGroup(p.fw, batches)
+		if err == nil {
+			err = p.uploadErr()
+		}
+		done <- err
+	}()
+	return nil
+}
+
+// waitGroup waits for the row group being encoded, if any, and returns its
+// error.
+func (w *Writer) waitGroup() error {
+	if w.encoding == nil {
+		return nil
+	}
+	err := <-w.encoding
+	w.encoding = nil
+	return err
 }
 
 // uploadErr reports a broken upload; the pipe carries the bucket's error.
@@ -293,7 +315,7 @@ func (w *Writer) openPart() error {
 		}
 		p.done <- err
 	}()
-	fw, err := pqarrow.NewFileWriter(w.schema, p.sink, w.props, w.aprops)
+	fw, err := w.enc.newFile(p.sink)
 	if err != nil {
 		pw.CloseWithError(err)
 		<-p.done
@@ -310,6 +332,9 @@ func (w *Writer) closePart() error {
 	p := w.cur
 	if p == nil {
 		return nil
+	}
+	if err := w.waitGroup(); err != nil {
+		return err
 	}
 	if err := p.fw.Close(); err != nil {
 		return fmt.Errorf("finish %s: %w", p.key, err)
@@ -403,10 +428,13 @@ func (w *Writer) Abort() {
 	}
 	w.state = writerReleased
 	w.releasePending()
+	// The row group being encoded writes into the part's sink; it must be
+	// done before the sink is switched to discarding.
+	_ = w.waitGroup()
 	if p := w.cur; p != nil {
 		w.cur = nil
-		// Let pqarrow flush into nothing so that it frees its buffers, then
-		// fail the upload so that no object appears.
+		// Let the Parquet writer flush into nothing so that it frees its
+		// buffers, then fail the upload so that no object appears.
 		p.sink.discard = true
 		_ = p.fw.Close()
 		p.sink.pw.CloseWithError(errAborted)
