@@ -30,8 +30,13 @@ const EnvBenchLocations = "SCHEDBRIDGE_BENCH_LOCATIONS"
 // MGAs, 5% rlm with eight weeks of metered history) on the embedded default
 // (SQLite + local directory store), then the whole chain for one day. It
 // reports per-stage wall time and values per second, the peak RSS of the
-// chain alone, and DuckDB's time for the same aggregation over the same
-// forecast_malo Parquet files.
+// chain alone, and two DuckDB peers measured in the same run: the same
+// aggregation over the same forecast_malo Parquet files
+// (aggregate_vs_duckdb), and writing the same number of rows with the same
+// columns and types, generated in SQL, as zstd Parquet on two threads
+// (forecast_vs_duckdb_write, the forecast stage's time over DuckDB's). It also
+// times DuckDB's filter on one market location over the stage's files
+// (duckdb_malo_filter_ms), the query that the malo statistics serve.
 func BenchmarkChain(b *testing.B) {
 	n := benchLocations(b, 20000)
 	ctx := context.Background()
@@ -78,6 +83,7 @@ func BenchmarkChain(b *testing.B) {
 	if _, err := db.StageProfiles(ctx, a, jobs.SynthDSOProfiles(day, 10)); err != nil {
 		b.Fatal(err)
 	}
+	probe := locs[len(locs)/2].Malo
 	locs = nil
 	b.Logf("setup: %d locations, %d rlm history values staged in %.1f s", n, meteredValues, time.Since(setup).Seconds())
 
@@ -97,7 +103,7 @@ func BenchmarkChain(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var aggSecs float64
+		var aggSecs, forecastSecs float64
 		var values int64
 		for _, run := range runs {
 			secs := run.FinishedAt.Sub(run.StartedAt).Seconds()
@@ -107,6 +113,7 @@ func BenchmarkChain(b *testing.B) {
 				var o jobs.ForecastOutputs
 				_ = json.Unmarshal(run.Outputs, &o)
 				values = o.Values
+				forecastSecs = secs
 				b.ReportMetric(float64(o.Values)/secs, "forecast_values/s")
 				b.ReportMetric(o.CommitSeconds, "forecast_commit_s")
 			case pipeline.StageAggregate:
@@ -139,8 +146,23 @@ func BenchmarkChain(b *testing.B) {
 		}
 		b.ReportMetric(res.Elapsed.Seconds(), "duckdb_aggregate_s")
 		b.ReportMetric(aggSecs/res.Elapsed.Seconds(), "aggregate_vs_duckdb")
-		b.Logf("chain for %d locations (%d values): %.1f s, peak RSS %.0f MiB; aggregate %.2f s vs DuckDB %.2f s",
-			n, values, chain.FinishedAt.Sub(chain.StartedAt).Seconds(), float64(peak)/(1<<20), aggSecs, res.Elapsed.Seconds())
+
+		filter, err := duck.Query(ctx, fmt.Sprintf(`select count(*) as n, sum(power_mw) as mw
+			from read_parquet([%s]) where malo = %s`, strings.Join(files, ","), laketest.Quote(probe)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got, err := filter.Int(0, "n"); err != nil || got != int64(day.Intervals()) {
+			b.Fatalf("DuckDB found %d rows of malo %s (%v), want %d", got, probe, err, day.Intervals())
+		}
+		b.ReportMetric(float64(filter.Elapsed.Microseconds())/1000, "duckdb_malo_filter_ms")
+
+		duckWrite := duckWriteSeconds(ctx, b, duck, filepath.Join(dir, "duckdb-write.parquet"), values)
+		b.ReportMetric(duckWrite, "duckdb_write_s")
+		b.ReportMetric(forecastSecs/duckWrite, "forecast_vs_duckdb_write")
+		b.Logf("chain for %d locations (%d values): %.1f s, peak RSS %.0f MiB; aggregate %.2f s vs DuckDB %.2f s; forecast %.2f s vs DuckDB writing the rows %.2f s; DuckDB filter on one malo %.0f ms",
+			n, values, chain.FinishedAt.Sub(chain.StartedAt).Seconds(), float64(peak)/(1<<20), aggSecs, res.Elapsed.Seconds(),
+			forecastSecs, duckWrite, float64(filter.Elapsed.Microseconds())/1000)
 		b.StartTimer()
 	}
 	b.StopTimer()
@@ -177,6 +199,36 @@ func BenchmarkChain(b *testing.B) {
 	b.ReportMetric(secs, "kalkulation_s")
 	b.ReportMetric(float64(peakRSS())/(1<<20), "kalkulation_peak_rss_MiB")
 	b.Logf("kalkulation stage for %d locations with their Ist: %.2f s", n, secs)
+}
+
+// duckWriteSeconds is DuckDB's time to write rows rows of forecast_malo's
+// columns and types (dictionary-worthy strings, date, smallint, timestamp
+// with time zone, double), generated in SQL in market-location order, to one
+// zstd Parquet file with row groups of lake.DefaultRowGroupRows on two
+// threads: the peer of the forecast stage's generating and writing. The file
+// is removed afterwards.
+func duckWriteSeconds(ctx context.Context, b *testing.B, duck *laketest.Duck, path string, rows int64) float64 {
+	b.Helper()
+	defer os.Remove(path)
+	qh := int64(day.Intervals())
+	rs, err := duck.QueryAll(ctx, "set threads = 2", fmt.Sprintf(`copy (
+		select 'bench' as portfolio,
+			date '%[1]s' as delivery_day,
+			printf('5%%010d', i // %[2]d) as malo,
+			(['10YDE-EON------1', '10YDE-RWENET---I', '10YDE-VE-------2', '10YDE-ENBW-----N'])[(i // %[2]d) %% 4 + 1] as control_area,
+			case when (i // %[2]d) %% 20 = 0 then 'production' else 'consumption' end as kind,
+			case when (i // %[2]d) %% 20 = 1 then 'rlm' else 'slp' end as metering_type,
+			case when (i // %[2]d) %% 20 = 1 then 'history' else 'bdew_profile' end as source,
+			(i %% %[2]d)::smallint as qh_index,
+			timestamptz '%[3]s' + to_minutes((i %% %[2]d) * 15) as ts_utc,
+			((i * 2654435761) %% 1000003) / 1e6 as power_mw
+		from range(%[4]d) t(i)
+	) to %[5]s (format parquet, compression zstd, row_group_size %[6]d)`,
+		day, qh, day.Start().UTC().Format("2006-01-02 15:04:05+00"), rows, laketest.Quote(path), lake.DefaultRowGroupRows))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rs[1].Elapsed.Seconds()
 }
 
 // benchLocations is the number of market locations of a benchmark at scale:

@@ -380,6 +380,7 @@ func testInvalid(t *testing.T, b objstore.Bucket) {
 		{"run 0", l, fm, day, 0, pipeline.ForecastMaloSchema},
 		{"no schema", l, fm, day, 1, nil},
 		{"unknown codec", lake.New(b, lake.Options{Compression: "brotli"}), fm, day, 1, pipeline.ForecastMaloSchema},
+		{"nested column", l, fm, day, 1, arrow.NewSchema([]arrow.Field{{Name: "values", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64)}}, nil)},
 	}
 	for _, tc := range creates {
 		if _, err := tc.l.Create(ctx, tc.dataset, tc.day, tc.runID, tc.schema); pipeline.KindOf(err) != pipeline.Invalid {

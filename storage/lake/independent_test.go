@@ -145,7 +145,9 @@ func checkDuckDB(t *testing.T, dir string, s lake.Snapshot) {
 		`select file_name, row_group_id, min(row_group_num_rows) as n, string_agg(distinct compression, ',') as codecs
 			from parquet_metadata(`+glob+`) group by all order by all`,
 		`select delivery_day::varchar as d, run, typeof(run) as run_type, count(*) as n
-			from read_parquet(`+glob+`, hive_partitioning = true) group by all order by all`)
+			from read_parquet(`+glob+`, hive_partitioning = true) group by all order by all`,
+		`select file_name, row_group_id, stats_min_value as lo, stats_max_value as hi
+			from parquet_metadata(`+glob+`) where path_in_schema = 'malo' order by all`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,5 +198,25 @@ func checkDuckDB(t *testing.T, dir string, s lake.Snapshot) {
 	r = rs[3]
 	if len(r.Rows) != 1 || r.String(0, "d") != day.String() || r.String(0, "run") != "7" || r.String(0, "run_type") != "BIGINT" || num(r, 0, "n") != float64(s.Rows) {
 		t.Errorf("DuckDB hive partitions: %v %v", r.Columns, r.Rows)
+	}
+
+	// Every row group's malo statistics are the least and greatest market
+	// location it holds, not those of the batches it was cut from: they are
+	// what lets DuckDB skip row groups when filtering on one malo.
+	r = rs[4]
+	var stats []string
+	for i := range r.Rows {
+		stats = append(stats, fmt.Sprintf("%s#%s:%s-%s", filepath.Base(r.String(i, "file_name")), r.String(i, "row_group_id"), r.String(i, "lo"), r.String(i, "hi")))
+	}
+	nq := day.Intervals()
+	var wantStats []string
+	for _, g := range []struct {
+		file         string
+		id, first, n int
+	}{{"part-00000.parquet", 0, 0, 1000}, {"part-00000.parquet", 1, 1000, 1000}, {"part-00001.parquet", 0, 2000, 1000}, {"part-00001.parquet", 1, 3000, 404}} {
+		wantStats = append(wantStats, fmt.Sprintf("%s#%d:%s-%s", g.file, g.id, malo(g.first/nq), malo((g.first+g.n-1)/nq)))
+	}
+	if !slices.Equal(stats, wantStats) {
+		t.Errorf("DuckDB malo statistics: %v, want %v", stats, wantStats)
 	}
 }

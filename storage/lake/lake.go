@@ -13,10 +13,12 @@
 // previous run visible, and readers only ever follow the pointer, never a
 // listing. Sweep removes what crashed or superseded runs leave behind.
 //
-// Files are written with arrow-go's pqarrow (zstd by default, row groups of
-// about a million rows, the Arrow schema stored in the file so that dictionary
-// columns read back as dictionaries, timestamps adjusted to UTC). Memory stays
-// bounded by one row group whatever the size of the dataset.
+// Files are written with arrow-go's Parquet writer and pqarrow's column
+// encoding (zstd by default, row groups of about a million rows, the Arrow
+// schema stored in the file so that dictionary columns read back as
+// dictionaries, timestamps adjusted to UTC). A row group's columns are
+// encoded in parallel while the caller gathers the next one, so memory stays
+// bounded by two row groups whatever the size of the dataset.
 package lake
 
 import (

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -27,17 +29,19 @@ type Writer struct {
 	day     pipeline.Day
 	runID   int64
 	schema  *arrow.Schema
-	props   *parquet.WriterProperties
-	aprops  pqarrow.ArrowWriterProperties
+	enc     *encoding
 
 	// pending holds the slices of the caller's batches that make up the
 	// row group being gathered; they are retained until it is written.
 	pending     []arrow.RecordBatch
 	pendingRows int64
 
-	cur   *part      // the part being streamed, nil between parts
-	parts []FileInfo // finished parts, at their temporary keys
-	rows  int64      // rows in finished parts
+	cur *part // the part being streamed, nil between parts
+	// encoding is the result of the row group being encoded in the
+	// background, nil when none is.
+	encoding chan error
+	parts    []FileInfo // finished parts, at their temporary keys
+	rows     int64      // rows in finished parts
 
 	err   error // sticky: the writer failed and can only be aborted
 	state writerState
@@ -51,11 +55,11 @@ const (
 	writerReleased
 )
 
-// part is one Parquet file being streamed into the bucket: pqarrow writes
-// into a pipe whose other end is the body of a Put of unknown size.
+// part is one Parquet file being streamed into the bucket: the Parquet writer
+// writes into a pipe whose other end is the body of a Put of unknown size.
 type part struct {
 	key  string
-	fw   *pqarrow.FileWriter
+	fw   *file.Writer
 	sink *sink
 	rows int64
 	done chan error // the Put's result
@@ -63,9 +67,9 @@ type part struct {
 
 // sink counts the bytes that reach the pipe. It never fails a write: when
 // the upload breaks it keeps the error and swallows the rest, and so does it
-// after Abort, so that pqarrow's writer stays consistent, can still be closed
-// and frees its buffers (it leaks them when its sink fails). The Writer
-// checks err after every row group.
+// after Abort, so that the Parquet writer stays consistent, can still be
+// closed and frees its buffers (it leaks them when its sink fails). The
+// Writer checks err after every row group.
 type sink struct {
 	pw      *io.PipeWriter
 	n       int64
@@ -84,6 +88,9 @@ func (s *sink) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// zstdLevel is the zstd level of the lake's files (see Create).
+const zstdLevel = 1
 
 var (
 	errAborted   = errors.New("lake writer aborted")
@@ -118,20 +125,33 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 		parquet.WithAllocator(l.opts.Alloc),
 		parquet.WithCreatedBy("schedbridge lake (arrow-go pqarrow)"),
 	}
-	// Measured values rarely repeat: a dictionary for them would be built
-	// until it overflows the dictionary page limit and then thrown away.
+	// Dictionary encoding only for strings. Measured values rarely repeat:
+	// a dictionary for them would be built until it overflows the
+	// dictionary page limit and then thrown away. Integers, dates and
+	// timestamps (qh_index, delivery_day, ts_utc of forecast_malo) repeat a
+	// short pattern that zstd compresses as well as a dictionary does, but
+	// the dictionary encoder hashes every value: plain encoding cut the
+	// writer's CPU time from about 234 to 154 ns per forecast_malo row at the
+	// same file size (3.54 B/row).
 	for _, f := range schema.Fields() {
-		if f.Type.ID() == arrow.FLOAT64 || f.Type.ID() == arrow.FLOAT32 {
+		if f.Type.ID() != arrow.DICTIONARY && f.Type.ID() != arrow.STRING && f.Type.ID() != arrow.LARGE_STRING {
 			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
 		}
 	}
-	return &Writer{
-		l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, schema: schema,
-		props: parquet.NewWriterProperties(opts...),
-		// The stored Arrow schema makes pqarrow read dictionary columns back
-		// as dictionaries and keeps the timestamps' zone.
-		aprops: pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)),
-	}, nil
+	if l.opts.Compression == "zstd" {
+		// zstd's fastest level (klauspost's SpeedFastest) saved another
+		// 10-20% of the writer's CPU time over the default level, with
+		// files 0.1% larger.
+		opts = append(opts, parquet.WithCompressionLevel(zstdLevel))
+	}
+	// The stored Arrow schema makes pqarrow read dictionary columns back as
+	// dictionaries and keeps the timestamps' zone.
+	enc, err := newEncoding(schema, parquet.NewWriterProperties(opts...),
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)))
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, schema: schema, enc: enc}, nil
 }
 
 // checkNewer fails with Conflict when the day's published run is runID or a
@@ -221,37 +241,57 @@ func (w *Writer) curRows() int64 {
 	return w.cur.rows
 }
 
-// flushGroup writes the gathered batches as one row group of the current
-// part. pqarrow dictionary-encodes a dictionary column only while every batch
-// of a row group brings the same dictionary; at the first different one it
-// falls back to plain encoding for the whole column chunk (the tests check
-// for plain pages). So the batches' dictionaries are merged first (see
-// unifyDictionaries).
+// flushGroup hands the gathered batches to a goroutine that encodes them as
+// one row group of the current part (its columns in parallel, see
+// encoding.writeGroup) and streams it into the part, and returns while it
+// does, so that the caller produces the next row group meanwhile. It first
+// waits for the previous row group, so at most two row groups are in memory:
+// the one being encoded and the one being gathered. A dictionary column is
+// dictionary-encoded only while every batch of a row group brings the same
+// dictionary; at the first different one the column chunk falls back to
+// plain encoding (the tests check for plain pages). So the batches'
+// dictionaries are merged first (see unifyDictionaries).
 func (w *Writer) flushGroup() error {
 	if w.pendingRows == 0 {
 		return nil
 	}
+	if err := w.waitGroup(); err != nil {
+		return err
+	}
 	if err := w.openPart(); err != nil {
 		return err
 	}
-	batches, err := unifyDictionaries(w.l.opts.Alloc, w.pending)
-	w.releasePending()
-	if err != nil {
-		return err
-	}
-	defer releaseAll(batches)
-	rows := int64(0)
-	if err := w.cur.fw.NewBufferedRowGroupChecked(); err != nil {
-		return err
-	}
-	for _, b := range batches {
-		if err := w.cur.fw.WriteBuffered(b); err != nil {
-			return err
+	// The goroutine owns the gathered slices from here on.
+	pending := slices.Clone(w.pending)
+	w.cur.rows += w.pendingRows
+	w.pending = w.pending[:0]
+	w.pendingRows = 0
+	p, enc, mem, done := w.cur, w.enc, w.l.opts.Alloc, make(chan error, 1)
+	w.encoding = done
+	go func() {
+		batches, err := unifyDictionaries(mem, pending)
+		releaseAll(pending)
+		if err == nil {
+			err = enc.writeGroup(p.fw, batches)
+			releaseAll(batches)
 		}
-		rows += b.NumRows()
+		if err == nil {
+			err = p.uploadErr()
+		}
+		done <- err
+	}()
+	return nil
+}
+
+// waitGroup waits for the row group being encoded, if any, and returns its
+// error.
+func (w *Writer) waitGroup() error {
+	if w.encoding == nil {
+		return nil
 	}
-	w.cur.rows += rows
-	return w.cur.uploadErr()
+	err := <-w.encoding
+	w.encoding = nil
+	return err
 }
 
 // uploadErr reports a broken upload; the pipe carries the bucket's error.
@@ -293,7 +333,7 @@ func (w *Writer) openPart() error {
 		}
 		p.done <- err
 	}()
-	fw, err := pqarrow.NewFileWriter(w.schema, p.sink, w.props, w.aprops)
+	fw, err := w.enc.newFile(p.sink)
 	if err != nil {
 		pw.CloseWithError(err)
 		<-p.done
@@ -310,6 +350,9 @@ func (w *Writer) closePart() error {
 	p := w.cur
 	if p == nil {
 		return nil
+	}
+	if err := w.waitGroup(); err != nil {
+		return err
 	}
 	if err := p.fw.Close(); err != nil {
 		return fmt.Errorf("finish %s: %w", p.key, err)
@@ -403,10 +446,13 @@ func (w *Writer) Abort() {
 	}
 	w.state = writerReleased
 	w.releasePending()
+	// The row group being encoded writes into the part's sink; it must be
+	// done before the sink is switched to discarding.
+	_ = w.waitGroup()
 	if p := w.cur; p != nil {
 		w.cur = nil
-		// Let pqarrow flush into nothing so that it frees its buffers, then
-		// fail the upload so that no object appears.
+		// Let the Parquet writer flush into nothing so that it frees its
+		// buffers, then fail the upload so that no object appears.
 		p.sink.discard = true
 		_ = p.fw.Close()
 		p.sink.pw.CloseWithError(errAborted)
