@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -59,12 +60,38 @@ func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEn
 		}
 		row.Counts = nullable(string(b))
 	}
-	if _, err := conn.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+	// One statement text with placeholders, so that PostgreSQL parses and
+	// plans it once per connection: bun writes the values into the text,
+	// which made every entry a statement of its own that pgx prepared (one
+	// more round trip per request) and that pushed the others out of pgx's
+	// statement cache.
+	var q interface {
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+	switch c := conn.(type) {
+	case bun.Tx:
+		q = c.Tx
+	case *bun.DB:
+		q = c.DB
+	default:
+		if _, err := conn.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+			return fmt.Errorf("insert audit entry: %w", err)
+		}
+		a.ID = row.ID
+		return nil
+	}
+	err := q.QueryRowContext(ctx, db.rebind(insertAuditSQL), db.timeArg(row.ReceivedAt), row.KeyID, row.Issuer, row.ClientID,
+		row.PortfolioID, row.Endpoint, row.InputHash, row.Outcome, row.StatusCode, row.Counts, row.Detail,
+		row.RequestID, row.Operator).Scan(&a.ID)
+	if err != nil {
 		return fmt.Errorf("insert audit entry: %w", err)
 	}
-	a.ID = row.ID
 	return nil
 }
+
+const insertAuditSQL = "INSERT INTO audit_entries (received_at, key_id, token_issuer, token_client_id, portfolio_id, " +
+	"endpoint, input_hash, outcome, status_code, counts, detail, request_id, operator) " +
+	"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
 
 // RecordAudit stores the audit entry of a request that staged nothing:
 // rejected, unauthorised or validate_only requests.
