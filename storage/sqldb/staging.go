@@ -101,7 +101,7 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	tx, cache := st.tx, st.stmts
 	var res pipeline.StageResult
 	if db.dialect == Postgres && st.keyLocks {
-		if err := db.lockKeys(ctx, tx, t, portfolio, items); err != nil {
+		if err := db.lockKeys(ctx, tx, t, keyLock{portfolio, items}); err != nil {
 			return res, err
 		}
 	} else if db.dialect == Postgres {
@@ -244,8 +244,9 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	return res, nil
 }
 
-// lockKeys takes, on PostgreSQL, a shared lock on the portfolio and table
-// and then an exclusive lock on each key of the items, in one statement.
+// lockKeys takes, on PostgreSQL, a shared lock on each submission's
+// portfolio and table and then an exclusive lock on each key of their
+// items, in one statement.
 // Writers of different keys then run side by side and their commits share
 // the WAL flushes, where the exclusive lock of the portfolio and table that
 // stage takes otherwise made every submission of a portfolio wait for the
@@ -254,20 +255,26 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 // exclusive lock (a large submission or a bulk file) still excludes them
 // all. The shared lock comes first, so that no transaction holding a key
 // waits for the portfolio's lock behind a queued exclusive writer (a
-// deadlock); the subquery refers to its result so that PostgreSQL evaluates
-// it after. The keys' locks use the two-int4 key space, which does not
+// deadlock); the subquery refers to their count so that PostgreSQL
+// evaluates it after. Each kind is taken in sorted order, and the keys' locks use the two-int4 key space, which does not
 // overlap the bigint space of the table locks, in sorted order so that
 // two writers of the same keys cannot deadlock either.
-func (db *DB) lockKeys(ctx context.Context, tx bun.Tx, t stagingTable, portfolio string, items []stageItem) error {
-	ids := make([]uint64, 0, len(items))
-	for _, it := range items {
-		h := fnv.New64a()
-		h.Write([]byte(portfolio + "\x00" + t.name))
-		for _, k := range it.key {
-			h.Write([]byte("\x00" + k))
+func (db *DB) lockKeys(ctx context.Context, tx bun.Tx, t stagingTable, subs ...keyLock) error {
+	var tables []string
+	ids := make([]uint64, 0, len(subs))
+	for _, sub := range subs {
+		tables = append(tables, sub.portfolio+"/"+t.name)
+		for _, it := range sub.items {
+			h := fnv.New64a()
+			h.Write([]byte(sub.portfolio + "\x00" + t.name))
+			for _, k := range it.key {
+				h.Write([]byte("\x00" + k))
+			}
+			ids = append(ids, h.Sum64())
 		}
-		ids = append(ids, h.Sum64())
 	}
+	slices.Sort(tables)
+	tables = slices.Compact(tables)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	hi, lo := make([]int32, len(ids)), make([]int32, len(ids))
@@ -275,11 +282,18 @@ func (db *DB) lockKeys(ctx context.Context, tx bun.Tx, t stagingTable, portfolio
 		hi[i], lo[i] = int32(id>>32), int32(id)
 	}
 	q := "SELECT (SELECT count(pg_advisory_xact_lock(k.hi, k.lo)) FROM unnest($2::int4[], $3::int4[]) AS k(hi, lo) " +
-		"WHERE s.t IS NOT NULL) FROM (SELECT pg_advisory_xact_lock_shared(hashtextextended($1, 0))::text AS t OFFSET 0) s"
-	if _, err := tx.Tx.ExecContext(ctx, q, portfolio+"/"+t.name, hi, lo); err != nil {
+		"WHERE s.n IS NOT NULL) FROM (SELECT count(pg_advisory_xact_lock_shared(hashtextextended(p, 0))) AS n " +
+		"FROM unnest($1::text[]) AS p OFFSET 0) s"
+	if _, err := tx.Tx.ExecContext(ctx, q, tables, hi, lo); err != nil {
 		return fmt.Errorf("lock %s keys: %w", t.name, err)
 	}
 	return nil
+}
+
+// keyLock names the keys of one submission for lockKeys.
+type keyLock struct {
+	portfolio string
+	items     []stageItem
 }
 
 // stmtCache keeps the statements of one transaction prepared, so that a
@@ -429,8 +443,18 @@ func placeholders(n int) string {
 
 // stageAndAudit runs one staging write and its audit entry in one transaction,
 // so that a crash never leaves a version without its request record or the
-// reverse.
+// reverse. On PostgreSQL, submissions of a few keys share their transaction
+// with others that arrive at the same time (see groupcommit.go).
 func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.AuditEntry, items []stageItem) (pipeline.StageResult, error) {
+	if db.dialect == Postgres && len(items) <= maxKeyLocks {
+		return db.groupOf(t).stage(ctx, a, items)
+	}
+	return db.stageAlone(ctx, t, a, items)
+}
+
+// stageAlone runs one staging write and its audit entry in a transaction of
+// their own.
+func (db *DB) stageAlone(ctx context.Context, t stagingTable, a *pipeline.AuditEntry, items []stageItem) (pipeline.StageResult, error) {
 	var res pipeline.StageResult
 	// The transaction works on a copy: only a committed entry may reach the
 	// caller with its id, or the caller would think a rolled-back entry stored
