@@ -2,6 +2,7 @@ package sqldb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,8 +29,10 @@ import (
 // each covering the whole batch. Each request is answered only after that
 // transaction has committed, with its own result and audit entry, so the
 // durability and exactly-once guarantees are those of a transaction per
-// request. When the batch fails, each of its requests runs again in a
-// transaction of its own, so that one request's failure is its own.
+// request. A request whose context ends before the commit is left out, and
+// the others go again, as its own transaction would have been rolled back.
+// When the batch fails, each of its requests runs again in a transaction of
+// its own, so that one request's failure is its own.
 
 const (
 	// maxGroupBatch is the most submissions one group transaction stages.
@@ -125,29 +128,52 @@ func (g *stageGroup) write() {
 func (g *stageGroup) commit(batch []*groupReq) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(batch[0].ctx), groupTimeout)
 	defer cancel()
-	done, err := g.db.stageBatch(ctx, g.t, batch)
-	if err == nil {
-		for i, r := range batch {
-			r.done <- done[i]
+	for {
+		// A request whose caller has gone away is not staged, as its own
+		// transaction would have been rolled back on its context.
+		live := batch[:0:0]
+		for _, r := range batch {
+			if err := r.ctx.Err(); err != nil {
+				r.done <- groupDone{err: fmt.Errorf("stage %s for %s: %w", g.t.name, r.entry.PortfolioID, err)}
+				continue
+			}
+			live = append(live, r)
 		}
+		if batch = live; len(batch) == 0 {
+			return
+		}
+		done, err := g.db.stageBatch(ctx, g.t, batch)
+		if errors.Is(err, errCallerGone) {
+			continue // rolled back; the others go again without it
+		}
+		if err == nil {
+			for i, r := range batch {
+				r.done <- done[i]
+			}
+			return
+		}
+		if len(batch) == 1 {
+			batch[0].done <- groupDone{err: fmt.Errorf("stage %s for %s: %w", g.t.name, batch[0].entry.PortfolioID, err)}
+			return
+		}
+		// One request may have made the whole batch fail; each runs alone,
+		// as it would have without the group, and gets its own answer.
+		var wg sync.WaitGroup
+		for _, r := range batch {
+			wg.Go(func() {
+				a := r.entry
+				res, err := g.db.stageAlone(r.ctx, g.t, &a, r.items)
+				r.done <- groupDone{res: res, entry: a, err: err}
+			})
+		}
+		wg.Wait()
 		return
 	}
-	if len(batch) == 1 {
-		batch[0].done <- groupDone{err: fmt.Errorf("stage %s for %s: %w", g.t.name, batch[0].entry.PortfolioID, err)}
-		return
-	}
-	// One request may have made the whole batch fail; each runs alone, as
-	// it would have without the group, and gets its own answer.
-	var wg sync.WaitGroup
-	for _, r := range batch {
-		wg.Go(func() {
-			a := r.entry
-			res, err := g.db.stageAlone(r.ctx, g.t, &a, r.items)
-			r.done <- groupDone{res: res, entry: a, err: err}
-		})
-	}
-	wg.Wait()
 }
+
+// errCallerGone rolls a batch back when the context of one of its requests
+// ended before the commit.
+var errCallerGone = errors.New("a caller went away before the commit")
 
 // stageBatch stages the batch's submissions in order in one transaction, as
 // if each ran in a transaction of its own one after the other: a later
@@ -244,7 +270,15 @@ func (db *DB) stageBatch(ctx context.Context, t stagingTable, batch []*groupReq)
 		for i := range done {
 			entries[i] = &done[i].entry
 		}
-		return db.insertAudits(ctx, tx, entries)
+		if err := db.insertAudits(ctx, tx, entries); err != nil {
+			return err
+		}
+		for _, r := range batch {
+			if r.ctx.Err() != nil {
+				return errCallerGone
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
