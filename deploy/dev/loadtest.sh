@@ -14,7 +14,7 @@ DUR=${LOADTEST_DURATION:-10s}
 CONC=${LOADTEST_CONCURRENCY:-64}
 BACKENDS=${LOADTEST_BACKENDS:-sqlite postgres}
 root=$(mktemp -d)
-pgbin="" pgdir="" pgdata="" pid=""
+pgbin="" pgdir="" pgdata="" pgurl="" pid=""
 cleanup() {
   if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
   if [ -n "$pgdata" ]; then as_pg "$pgbin/pg_ctl" -D "$pgdata" -m immediate stop >/dev/null 2>&1 || true; fi
@@ -28,11 +28,19 @@ as_pg() {
   if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-free_port() { echo $(( 20000 + RANDOM % 20000 )); }
+# free_port prints a random loopback port that nothing answers on.
+free_port() {
+  local p
+  while :; do
+    p=$(( 20000 + RANDOM % 20000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+}
 
 # start_postgres initialises a cluster in a directory of its own and starts it on a
 # loopback port with the buffers and WAL of storage/sqldb/sqltest; fsync and
-# synchronous_commit keep their defaults (on). Prints the database URL.
+# synchronous_commit keep their defaults (on). Sets pgurl. It runs in this
+# shell, not in a $(...) subshell, so that cleanup sees pgdata and stops it.
 start_postgres() {
   # Debian's server binaries live in a versioned directory that is not on
   # PATH; a link on PATH is followed there, since pg_ctl finds postgres
@@ -50,7 +58,7 @@ start_postgres() {
   as_pg "$pgbin/pg_ctl" -D "$pgdata" -l "$dir/server.log" -w -t 60 start \
     -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c max_connections=200 -c shared_buffers=512MB -c max_wal_size=4GB" >/dev/null
   as_pg "$pgbin/createdb" -h 127.0.0.1 -p "$port" -U app loadtest
-  echo "postgres://app@127.0.0.1:$port/loadtest?sslmode=disable"
+  pgurl="postgres://app@127.0.0.1:$port/loadtest?sslmode=disable"
 }
 
 # run_backend NAME DATABASE_URL: one server, one loadgen run; the loadgen's
@@ -79,7 +87,7 @@ run_backend() {
 for b in $BACKENDS; do
   case $b in
     sqlite) run_backend SQLite "sqlite:$root/SQLite/schedbridge.db" ;;
-    postgres) run_backend PostgreSQL "$(start_postgres)" ;;
+    postgres) start_postgres; run_backend PostgreSQL "$pgurl" ;;
     *) echo "loadtest: unknown backend $b" >&2; exit 2 ;;
   esac
 done
