@@ -80,6 +80,10 @@ bench-mako: test-deps
 bench-console: test-deps
 	SCHEDBRIDGE_BENCH_LOCATIONS=1000000 $(GO) test -run '^$$' -bench BenchmarkConsoleSummary -benchtime 20x -timeout 90m -v ./jobs/
 
+# The load generator against a real server process, 64 clients for 10 s on
+# SQLite and on a PostgreSQL server the script starts on loopback (fsync on);
+# prints both and PostgreSQL's figures as ratios to SQLite's (PostgreSQL
+# comes from make test-deps).
 loadtest: build
 	./deploy/dev/loadtest.sh
 

@@ -12,7 +12,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +29,12 @@ func main() {
 	maxReq := flag.Int("n", 1_000_000, "stop after this many requests")
 	days := flag.Int("days", 365, "distinct delivery days to spread submissions over")
 	asJSON := flag.Bool("json", false, "print the result as JSON")
+	summary := flag.String("summary", "", "print the summary of a result saved with -json instead of running")
+	peer := flag.String("peer", "", "with -summary: a second saved result to compare with, printed as ratios")
 	flag.Parse()
+	if *summary != "" {
+		os.Exit(printSaved(*summary, *peer))
+	}
 	key := os.Getenv("SCHEDBRIDGE_LOADGEN_KEY")
 	if key == "" {
 		fmt.Fprintln(os.Stderr, "loadgen: set SCHEDBRIDGE_LOADGEN_KEY to a data key (kept out of argv and logs)")
@@ -38,8 +45,60 @@ func main() {
 		json.NewEncoder(os.Stdout).Encode(res)
 		return
 	}
+	printResult(res)
+}
+
+func printResult(res Result) {
 	fmt.Printf("requests %d in %.2fs: %.0f/s; status %v; latency p50 %.2fms p90 %.2fms p99 %.2fms max %.2fms\n",
 		res.Requests, res.Seconds, res.PerSecond, res.Status, res.P50ms, res.P90ms, res.P99ms, res.MaxMs)
+}
+
+// printSaved prints a result saved with -json and, given a peer's result
+// from the same invocation of deploy/dev/loadtest.sh, the ratios to it, so
+// that the figures of a noisy machine are read against each other.
+func printSaved(path, peerPath string) int {
+	res, err := readResult(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return 1
+	}
+	if peerPath == "" {
+		printResult(res)
+		return 0
+	}
+	peer, err := readResult(peerPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return 1
+	}
+	ratio := func(a, b float64) float64 {
+		if b == 0 {
+			return 0
+		}
+		return a / b
+	}
+	fmt.Printf("ratio %s / %s: throughput %.2fx (%.0f/s vs %.0f/s), p50 %.2fx (%.2fms vs %.2fms), p99 %.2fx (%.2fms vs %.2fms)\n",
+		name(path), name(peerPath), ratio(res.PerSecond, peer.PerSecond), res.PerSecond, peer.PerSecond,
+		ratio(res.P50ms, peer.P50ms), res.P50ms, peer.P50ms, ratio(res.P99ms, peer.P99ms), res.P99ms, peer.P99ms)
+	return 0
+}
+
+func readResult(path string) (Result, error) {
+	var res Result
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return res, err
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
+}
+
+// name is what the summary calls a saved result: its file name without the
+// extension (loadtest.sh saves SQLite.json and PostgreSQL.json).
+func name(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 
 // Result is the summary of a run.

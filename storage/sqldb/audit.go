@@ -2,8 +2,11 @@ package sqldb
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -44,7 +47,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEntry) error {
+func auditRowOf(a *pipeline.AuditEntry) (auditRow, error) {
 	row := auditRow{
 		ReceivedAt: a.ReceivedAt.UTC(), KeyID: nullable(a.KeyID), PortfolioID: nullable(a.PortfolioID),
 		Issuer: nullable(a.Issuer), ClientID: nullable(a.ClientID),
@@ -55,14 +58,98 @@ func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEn
 	if len(a.Counts) > 0 {
 		b, err := json.Marshal(a.Counts)
 		if err != nil {
-			return err
+			return row, err
 		}
 		row.Counts = nullable(string(b))
 	}
-	if _, err := conn.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+	return row, nil
+}
+
+// args are the values of insertAuditCols in their order.
+func (db *DB) auditArgs(row auditRow) []any {
+	return []any{db.timeArg(row.ReceivedAt), row.KeyID, row.Issuer, row.ClientID, row.PortfolioID, row.Endpoint,
+		row.InputHash, row.Outcome, row.StatusCode, row.Counts, row.Detail, row.RequestID, row.Operator}
+}
+
+const insertAuditCols = "received_at, key_id, token_issuer, token_client_id, portfolio_id, " +
+	"endpoint, input_hash, outcome, status_code, counts, detail, request_id, operator"
+
+func (db *DB) insertAudit(ctx context.Context, conn bun.IDB, a *pipeline.AuditEntry) error {
+	row, err := auditRowOf(a)
+	if err != nil {
+		return err
+	}
+	// One statement text with placeholders, so that PostgreSQL parses and
+	// plans it once per connection: bun writes the values into the text,
+	// which made every entry a statement of its own that pgx prepared (one
+	// more round trip per request) and that pushed the others out of pgx's
+	// statement cache.
+	var q interface {
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+	switch c := conn.(type) {
+	case bun.Tx:
+		q = c.Tx
+	case *bun.DB:
+		q = c.DB
+	default:
+		if _, err := conn.NewInsert().Model(&row).Returning("id").Exec(ctx); err != nil {
+			return fmt.Errorf("insert audit entry: %w", err)
+		}
+		a.ID = row.ID
+		return nil
+	}
+	err = q.QueryRowContext(ctx, db.rebind("INSERT INTO audit_entries ("+insertAuditCols+") VALUES ("+
+		placeholders(strings.Count(insertAuditCols, ",")+1)+") RETURNING id"), db.auditArgs(row)...).Scan(&a.ID)
+	if err != nil {
 		return fmt.Errorf("insert audit entry: %w", err)
 	}
-	a.ID = row.ID
+	return nil
+}
+
+// insertAudits stores several entries in one statement and sets their ids.
+// The ids come from the identity column's sequence, row by row in the
+// order of the VALUES list, so the ascending ids are the entries' in order.
+func (db *DB) insertAudits(ctx context.Context, tx bun.Tx, entries []*pipeline.AuditEntry) error {
+	n := strings.Count(insertAuditCols, ",") + 1
+	var q strings.Builder
+	q.WriteString("INSERT INTO audit_entries (" + insertAuditCols + ") VALUES ")
+	args := make([]any, 0, len(entries)*n)
+	for i, a := range entries {
+		row, err := auditRowOf(a)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(" + placeholders(n) + ")")
+		args = append(args, db.auditArgs(row)...)
+	}
+	q.WriteString(" RETURNING id")
+	rows, err := tx.Tx.QueryContext(ctx, db.rebind(q.String()), args...)
+	if err != nil {
+		return fmt.Errorf("insert audit entries: %w", err)
+	}
+	defer rows.Close()
+	ids := make([]int64, 0, len(entries))
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("insert audit entries: %w", err)
+	}
+	if len(ids) != len(entries) {
+		return fmt.Errorf("insert audit entries: %d ids for %d entries", len(ids), len(entries))
+	}
+	slices.Sort(ids)
+	for i, a := range entries {
+		a.ID = ids[i]
+	}
 	return nil
 }
 

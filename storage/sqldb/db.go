@@ -54,6 +54,9 @@ type DB struct {
 	// makoFacts keeps the last facts of the market-partner overview (see
 	// mako_cache.go).
 	makoFacts makoFactsCache
+	// groups queue small API submissions for group commit on PostgreSQL
+	// (see groupcommit.go).
+	groups stageGroups
 }
 
 // Options configure Open.

@@ -344,3 +344,96 @@ func TestStageFailureLeavesAuditToCaller(t *testing.T) {
 		}
 	})
 }
+
+// Many concurrent small submissions, which PostgreSQL stages in shared
+// transactions (group commit): each gets the result of a transaction of its
+// own in some order, with its own committed audit entry; repeats of the same
+// content are unchanged; a submission that fails (unknown portfolio) fails
+// alone and leaves no entry. The first round has no failing submission, the
+// second has (a failed shared transaction is retried one by one).
+func TestStageConcurrentGroups(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		seedPortfolio(t, db, "p1")
+		seedPortfolio(t, db, "p2")
+		for round, portfolios := range [][]string{{"p1", "p2"}, {"p1", "p2", "unknown"}} {
+			days := []pipeline.Day{pipeline.NewDay(2026, time.November, 23).AddDays(2 * round),
+				pipeline.NewDay(2026, time.November, 24).AddDays(2 * round)}
+			stageConcurrently(t, db, portfolios, days)
+		}
+	})
+}
+
+func stageConcurrently(t *testing.T, db *sqldb.DB, portfolios []string, days []pipeline.Day) {
+	t.Helper()
+	ctx := context.Background()
+	const writers = 48
+	type outcome struct {
+		a   *pipeline.AuditEntry
+		res pipeline.StageResult
+		err error
+		day pipeline.Day
+		p   string
+	}
+	out := make([]outcome, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			p := portfolios[i%len(portfolios)]
+			day := days[(i/len(portfolios))%2]
+			// Every fourth writer sends content another writer also sends.
+			f, b := forecast(day, float64(i-i%4))
+			a := audit(p, fmt.Sprintf("h%d-%s", i, day))
+			res, err := db.StageForecast(ctx, a, f, b)
+			out[i] = outcome{a, res, err, day, p}
+		})
+	}
+	wg.Wait()
+	ids := map[int64]bool{}
+	for i, o := range out {
+		if o.p == "unknown" {
+			if o.err == nil || o.a.ID != 0 {
+				t.Errorf("writer %d for an unknown portfolio: id %d, %v", i, o.a.ID, o.err)
+			}
+			continue
+		}
+		if o.err != nil {
+			t.Fatalf("writer %d: %v", i, o.err)
+		}
+		if o.a.ID == 0 || ids[o.a.ID] || o.a.Outcome != string(o.res.Status) {
+			t.Errorf("writer %d: audit id %d (seen %v) outcome %q, result %+v", i, o.a.ID, ids[o.a.ID], o.a.Outcome, o.res)
+		}
+		ids[o.a.ID] = true
+		got, err := db.AuditByHash(ctx, o.p, o.a.InputHash)
+		if err != nil || len(got) != 1 || got[0].ID != o.a.ID || got[0].Outcome != o.a.Outcome {
+			t.Errorf("writer %d: stored entry %+v, %v; want id %d outcome %s", i, got, err, o.a.ID, o.a.Outcome)
+		}
+	}
+	for _, p := range []string{"p1", "p2"} {
+		for _, day := range days {
+			vs, err := db.ForecastVersions(ctx, p, day)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The writers' versions of this key, created or replaced,
+			// are exactly the stored versions 1..n.
+			written := map[int]int{}
+			for _, o := range out {
+				if o.p == p && o.day == day && o.res.Status != pipeline.Unchanged {
+					written[o.res.Version]++
+				}
+			}
+			current := 0
+			for i, v := range vs {
+				if v.Version != len(vs)-i || written[v.Version] != 1 {
+					t.Errorf("%s %s: version[%d] = %d written %d times", p, day, i, v.Version, written[v.Version])
+				}
+				if v.SupersededAt == nil {
+					current++
+				}
+			}
+			if current != 1 || len(written) != len(vs) {
+				t.Errorf("%s %s: %d current of %d versions, %d written", p, day, current, len(vs), len(written))
+			}
+		}
+	}
+}

@@ -8,10 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -77,7 +80,16 @@ type stageTx struct {
 	// copy, when set, writes new rows with PostgreSQL's COPY instead of
 	// multi-row INSERTs.
 	copy copyFunc
+	// keyLocks, on PostgreSQL, locks the submission's keys instead of its
+	// whole portfolio and table (see lockKeys); for submissions of a few keys.
+	keyLocks bool
 }
+
+// maxKeyLocks is the most keys a submission through the API locks one by
+// one; larger ones lock their portfolio and table. PostgreSQL keeps every
+// lock in a shared table of max_locks_per_transaction x max_connections
+// slots (12,800 here), which a 10,000-entry submission would nearly fill.
+const maxKeyLocks = 64
 
 // copyFunc writes rows into the columns of a table in one COPY.
 type copyFunc func(ctx context.Context, table string, cols []string, rows [][]any) error
@@ -88,7 +100,11 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	now time.Time, items []stageItem) (pipeline.StageResult, error) {
 	tx, cache := st.tx, st.stmts
 	var res pipeline.StageResult
-	if db.dialect == Postgres {
+	if db.dialect == Postgres && st.keyLocks {
+		if err := db.lockKeys(ctx, tx, t, keyLock{portfolio, items}); err != nil {
+			return res, err
+		}
+	} else if db.dialect == Postgres {
 		// Two writers of the same portfolio and table must not both read "version
 		// 3 is current" and both write version 4; SQLite's immediate transactions
 		// already serialise writers.
@@ -118,6 +134,12 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	}
 	for start := 0; start < len(items); start += db.lookupChunk() {
 		q, args := db.currentQuery(t, portfolio, items[start:min(start+db.lookupChunk(), len(items))])
+		if db.dialect == Postgres && st.keyLocks {
+			// An unnamed statement is planned for its arguments each time,
+			// which is what force_custom_plan gives the cached one below,
+			// without the two statements that set and reset it.
+			args = append([]any{pgx.QueryExecModeExec}, args...)
+		}
 		rows, err := cache.query(ctx, db, tx, q, args...)
 		if err != nil {
 			return res, fmt.Errorf("look up current %s: %w", t.name, err)
@@ -137,7 +159,7 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 		}
 	}
 
-	if db.dialect == Postgres {
+	if db.dialect == Postgres && !st.keyLocks {
 		if _, err := tx.ExecContext(ctx, "SELECT set_config('plan_cache_mode', 'auto', true)"); err != nil {
 			return res, err
 		}
@@ -220,6 +242,58 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 		}
 	}
 	return res, nil
+}
+
+// lockKeys takes, on PostgreSQL, a shared lock on each submission's
+// portfolio and table and then an exclusive lock on each key of their
+// items, in one statement.
+// Writers of different keys then run side by side and their commits share
+// the WAL flushes, where the exclusive lock of the portfolio and table that
+// stage takes otherwise made every submission of a portfolio wait for the
+// previous one's commit: one fsync per submission, 247 small forecasts/s at
+// 64 clients. Writers of one key still queue, and a writer holding the
+// exclusive lock (a large submission or a bulk file) still excludes them
+// all. The shared lock comes first, so that no transaction holding a key
+// waits for the portfolio's lock behind a queued exclusive writer (a
+// deadlock); the subquery refers to their count so that PostgreSQL
+// evaluates it after. Each kind is taken in sorted order, and the keys' locks use the two-int4 key space, which does not
+// overlap the bigint space of the table locks, in sorted order so that
+// two writers of the same keys cannot deadlock either.
+func (db *DB) lockKeys(ctx context.Context, tx bun.Tx, t stagingTable, subs ...keyLock) error {
+	var tables []string
+	ids := make([]uint64, 0, len(subs))
+	for _, sub := range subs {
+		tables = append(tables, sub.portfolio+"/"+t.name)
+		for _, it := range sub.items {
+			h := fnv.New64a()
+			h.Write([]byte(sub.portfolio + "\x00" + t.name))
+			for _, k := range it.key {
+				h.Write([]byte("\x00" + k))
+			}
+			ids = append(ids, h.Sum64())
+		}
+	}
+	slices.Sort(tables)
+	tables = slices.Compact(tables)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	hi, lo := make([]int32, len(ids)), make([]int32, len(ids))
+	for i, id := range ids {
+		hi[i], lo[i] = int32(id>>32), int32(id)
+	}
+	q := "SELECT (SELECT count(pg_advisory_xact_lock(k.hi, k.lo)) FROM unnest($2::int4[], $3::int4[]) AS k(hi, lo) " +
+		"WHERE s.n IS NOT NULL) FROM (SELECT count(pg_advisory_xact_lock_shared(hashtextextended(p, 0))) AS n " +
+		"FROM unnest($1::text[]) AS p OFFSET 0) s"
+	if _, err := tx.Tx.ExecContext(ctx, q, tables, hi, lo); err != nil {
+		return fmt.Errorf("lock %s keys: %w", t.name, err)
+	}
+	return nil
+}
+
+// keyLock names the keys of one submission for lockKeys.
+type keyLock struct {
+	portfolio string
+	items     []stageItem
 }
 
 // stmtCache keeps the statements of one transaction prepared, so that a
@@ -369,8 +443,18 @@ func placeholders(n int) string {
 
 // stageAndAudit runs one staging write and its audit entry in one transaction,
 // so that a crash never leaves a version without its request record or the
-// reverse.
+// reverse. On PostgreSQL, submissions of a few keys share their transaction
+// with others that arrive at the same time (see groupcommit.go).
 func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.AuditEntry, items []stageItem) (pipeline.StageResult, error) {
+	if db.dialect == Postgres && len(items) <= maxKeyLocks {
+		return db.groupOf(t).stage(ctx, a, items)
+	}
+	return db.stageAlone(ctx, t, a, items)
+}
+
+// stageAlone runs one staging write and its audit entry in a transaction of
+// their own.
+func (db *DB) stageAlone(ctx context.Context, t stagingTable, a *pipeline.AuditEntry, items []stageItem) (pipeline.StageResult, error) {
 	var res pipeline.StageResult
 	// The transaction works on a copy: only a committed entry may reach the
 	// caller with its id, or the caller would think a rolled-back entry stored
@@ -378,7 +462,7 @@ func (db *DB) stageAndAudit(ctx context.Context, t stagingTable, a *pipeline.Aud
 	entry := *a
 	err := db.inTx(ctx, func(tx bun.Tx) error {
 		var err error
-		res, err = db.stage(ctx, stageTx{tx: tx}, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
+		res, err = db.stage(ctx, stageTx{tx: tx, keyLocks: len(items) <= maxKeyLocks}, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
 		if err != nil {
 			return err
 		}
