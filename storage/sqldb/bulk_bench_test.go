@@ -1,0 +1,63 @@
+package sqldb_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
+)
+
+// BenchmarkBulkStageMetered stages 50,000 metered days of 96 values (4.8
+// million values) into an empty table in one bulk transaction and commits
+// it, per backend: the database side of the inbox's staging pass without
+// the object store and the decoder (ingest/inbox BenchmarkInboxMeteredCSV
+// measures the whole path).
+func BenchmarkBulkStageMetered(b *testing.B) {
+	const days, batch = 50000, 2000
+	rng := rand.New(rand.NewPCG(1, 2))
+	entries := make([]pipeline.MeteredEntry, days)
+	for i := range entries {
+		vals := make([]float64, 96)
+		for j := range vals {
+			vals[j] = float64(rng.IntN(5_000_000)) / 1000
+		}
+		entries[i] = pipeline.MeteredEntry{Malo: fmt.Sprintf("%011d", 10000000000+i/10),
+			Day: pipeline.NewDay(2026, 11, 10+i%10), Unit: pipeline.KWH, Values: vals}
+	}
+	for _, d := range sqltest.Backends {
+		b.Run(string(d), func(b *testing.B) {
+			ctx := context.Background()
+			for i := range b.N {
+				b.StopTimer()
+				db := sqltest.Open(b, d)
+				p := pipeline.Portfolio{ID: "p1", Name: "Bench", ControlAreas: []pipeline.ControlArea{pipeline.TenneT}}
+				if _, err := db.PutPortfolio(ctx, p, t0); err != nil {
+					b.Fatal(err)
+				}
+				f, ok, err := db.ClaimInboxFile(ctx, inboxFile(fmt.Sprintf("inbox/p1/metered-data/%d.csv", i), "e1"), "A", t0, 1<<40)
+				if err != nil || !ok {
+					b.Fatalf("claim: %v, %v", ok, err)
+				}
+				b.StartTimer()
+				st, err := db.BeginBulk(ctx, "metered", "p1", "h1", t0)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for start := 0; start < days; start += batch {
+					if err := st.Metered(ctx, entries[start:start+batch]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				res, err := st.Commit(ctx, f.ID, "A", "processed/p1/x.csv", audit("p1", "h1"),
+					func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+				if err != nil || res.Created != days {
+					b.Fatalf("commit = %+v, %v", res, err)
+				}
+			}
+			b.ReportMetric(float64(days*96*b.N)/b.Elapsed().Seconds(), "values/s")
+		})
+	}
+}
