@@ -77,6 +77,11 @@ type stageTx struct {
 	// copy, when set, writes new rows with PostgreSQL's COPY instead of
 	// multi-row INSERTs.
 	copy copyFunc
+	// noCurrent, when set, tells stage that the portfolio had no current
+	// version in the table when the transaction took the table's write lock
+	// (see BulkStage.add), so that looking up the current versions of the
+	// keys would find nothing but rows this transaction wrote itself.
+	noCurrent bool
 }
 
 // copyFunc writes rows into the columns of a table in one COPY.
@@ -116,7 +121,7 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	for i := range keys {
 		dest = append(dest, &keys[i])
 	}
-	for start := 0; start < len(items); start += db.lookupChunk() {
+	for start := 0; start < len(items) && !st.noCurrent; start += db.lookupChunk() {
 		q, args := db.currentQuery(t, portfolio, items[start:min(start+db.lookupChunk(), len(items))])
 		rows, err := cache.query(ctx, db, tx, q, args...)
 		if err != nil {
