@@ -18,6 +18,18 @@ import (
 // with ';' a value may use a decimal comma. Fields may be quoted as in RFC
 // 4180. Rows without quotes, the common case, are split and their values
 // parsed straight from the read buffer without copying or allocating.
+//
+// The reader and parseCSVFloat are hand-written because they are measurably
+// faster than the libraries on this work (BenchmarkCSVReader: 20,000 rows of
+// 3 key cells and 96 values, ';' and decimal comma, CPU time of one pass,
+// 2026-11-26). Splitting the rows and converting the values took 37 ms here,
+// 62 ms with encoding/csv (ReuseRecord) and 60 ms with
+// github.com/fikrimohammad/go-zerocsv, both given parseCSVFloat for the
+// numbers; splitting alone took 22 ms against 49 ms and 47 ms.
+// github.com/tonistiigi/go-csvvalue splits one line in 27 ms (41 ms with the
+// values) but reads no stream and no quoted cell across lines. With
+// strconv.ParseFloat on a copy whose decimal comma is replaced, the pass took
+// 85 ms instead of 37 ms.
 
 // csvReader reads the rows of a CSV file.
 type csvReader struct {

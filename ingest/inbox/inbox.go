@@ -764,36 +764,66 @@ func stagingKind(k ingest.BulkKind) string {
 	}
 }
 
+// preparer is a Stager that can do the part of staging a batch of metered
+// or profile days that needs no database (hashing and encoding the values)
+// apart from the write (sqldb.BulkStage): it returns the write that remains.
+type preparer interface {
+	PrepareMetered(entries []pipeline.MeteredEntry) func(context.Context) error
+	PrepareProfiles(entries []pipeline.ProfileEntry) func(context.Context) error
+}
+
+// pendingBatch is an emitted batch on its way to the staging goroutine:
+// either prepared (write set) or as decoded.
+type pendingBatch struct {
+	b     ingest.BulkBatch
+	write func(context.Context) error
+}
+
 // stageOverlapped runs decode, which emits batches, and stages each batch on a
 // second goroutine, so that decoding the next batch overlaps the database
-// write of the previous one. Batches belong to their receiver once emitted
-// (ingest.BulkBatch), and at most two wait between the two sides. A staging
-// failure stops the decoder; it is the error returned.
+// write of the previous one. A Stager that is a preparer has the part of the
+// staging that needs no database done on the decoder's goroutine, so that the
+// staging goroutine, the slower side, only writes. Batches belong to their
+// receiver once emitted (ingest.BulkBatch), and at most two wait between the
+// two sides. A staging failure stops the decoder; it is the error returned.
 func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(ingest.BulkBatch) error) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	batches := make(chan ingest.BulkBatch, 2)
+	batches := make(chan pendingBatch, 2)
 	staged := make(chan error, 1)
 	go func() {
 		var err error
-		for b := range batches {
+		for pb := range batches {
 			if err != nil {
 				continue // drain, so the decoder never blocks
 			}
-			if err = stageBatch(ctx, st, b); err != nil {
+			if pb.write != nil {
+				err = pb.write(ctx)
+			} else {
+				err = stageBatch(ctx, st, pb.b)
+			}
+			if err != nil {
 				cancel(err)
 			}
 		}
 		staged <- err
 	}()
+	prep, _ := st.(preparer)
 	err := decode(ctx, func(b ingest.BulkBatch) error {
 		// Checked first: once the stager drains, a select would still pick
 		// the free channel half of the time.
 		if err := context.Cause(ctx); err != nil {
 			return err
 		}
+		pb := pendingBatch{b: b}
+		switch {
+		case prep != nil && b.Metered != nil:
+			pb.write = prep.PrepareMetered(b.Metered)
+		case prep != nil && b.Profiles != nil:
+			pb.write = prep.PrepareProfiles(b.Profiles)
+		}
 		select {
-		case batches <- b:
+		case batches <- pb:
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)

@@ -73,3 +73,55 @@ func TestStageOverlapped(t *testing.T) {
 		})
 	}
 }
+
+// preparingStager is a countingStager that is also a preparer: it records
+// which batches were prepared, and its writes fail on the failAt-th.
+type preparingStager struct {
+	countingStager
+	prepared []string
+}
+
+func (s *preparingStager) PrepareMetered(e []pipeline.MeteredEntry) func(context.Context) error {
+	s.prepared = append(s.prepared, e[0].Malo)
+	return func(ctx context.Context) error { return s.Metered(ctx, e) }
+}
+
+func (s *preparingStager) PrepareProfiles([]pipeline.ProfileEntry) func(context.Context) error {
+	panic("no profiles in this test")
+}
+
+// TestStageOverlappedPrepared: a Stager that prepares batches gets each
+// batch prepared on the decoder's goroutine before it is written, the
+// writes keep the file's order, and a failed write still stops the decoder.
+func TestStageOverlappedPrepared(t *testing.T) {
+	malos := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	for _, failAt := range []int{0, 3} {
+		st := &preparingStager{countingStager: countingStager{failAt: failAt}}
+		emitted := 0
+		err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
+			for _, m := range malos {
+				if err := emit(batchOf(m)); err != nil {
+					return err
+				}
+				emitted++
+				// The decoder's goroutine has prepared every batch it emitted.
+				if len(st.prepared) != emitted {
+					t.Errorf("after %d emitted batches %d were prepared", emitted, len(st.prepared))
+				}
+			}
+			return nil
+		})
+		if failAt == 0 {
+			if err != nil || len(st.staged) != len(malos) {
+				t.Fatalf("staged %v, %v; want all %d batches", st.staged, err, len(malos))
+			}
+		} else if err == nil || err.Error() != "disk full" || len(st.staged) != failAt-1 || emitted > failAt+3 {
+			t.Fatalf("failAt %d: err %v, staged %v, emitted %d", failAt, err, st.staged, emitted)
+		}
+		for i, m := range st.staged {
+			if m != malos[i] {
+				t.Errorf("batch %d = %s, want %s (order)", i, m, malos[i])
+			}
+		}
+	}
+}

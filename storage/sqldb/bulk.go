@@ -30,6 +30,7 @@ type BulkStage struct {
 	res       pipeline.StageResult
 	validated bool
 	closed    bool
+	checked   bool // whether add has looked for current versions yet
 }
 
 // BeginBulk starts staging a file of the given staging kind (forecast,
@@ -76,6 +77,13 @@ func (s *BulkStage) add(ctx context.Context, items []stageItem) error {
 	if s.closed {
 		return pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
 	}
+	if !s.checked {
+		none, err := s.noCurrent(ctx)
+		if err != nil {
+			return fmt.Errorf("bulk stage %s: %w", s.table.name, err)
+		}
+		s.tx.noCurrent, s.checked = none, true
+	}
 	r, err := s.db.stage(ctx, s.tx, s.table, s.portfolio, s.inputHash, s.now, items)
 	if err != nil {
 		return fmt.Errorf("bulk stage %s: %w", s.table.name, err)
@@ -87,9 +95,51 @@ func (s *BulkStage) add(ctx context.Context, items []stageItem) error {
 	return nil
 }
 
+// noCurrent tells whether the portfolio has no current version in the
+// table, under the table's write lock, which the transaction holds from then
+// until it ends: on SQLite the immediate transaction holds the database's
+// write lock since BEGIN, on PostgreSQL the advisory lock that every staging
+// write of the portfolio and table takes (stage). No other writer can then
+// add a current version, so a file that starts on such a table (a first
+// load, or the first file of a portfolio) skips the lookup of the current
+// versions of its keys: it would find only keys written by earlier batches of
+// this file, and the decoder rejects a file that repeats a key, while the
+// partial unique index of current rows would refuse such a key anyway and
+// fail the transaction. The lookup took about a tenth of the staging time of
+// the inbox benchmark's file on either backend.
+func (s *BulkStage) noCurrent(ctx context.Context) (bool, error) {
+	if s.db.dialect == Postgres {
+		if _, err := s.tx.tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+			s.portfolio+"/"+s.table.name); err != nil {
+			return false, err
+		}
+	}
+	var exists bool
+	err := s.tx.tx.QueryRowContext(ctx, fmt.Sprintf(
+		"SELECT EXISTS (SELECT 1 FROM %s WHERE portfolio_id = ? AND superseded_at IS NULL)", s.table.name),
+		s.portfolio).Scan(&exists)
+	return !exists, err
+}
+
 // Metered stages a batch of metered days.
 func (s *BulkStage) Metered(ctx context.Context, entries []pipeline.MeteredEntry) error {
 	return s.add(ctx, meteredItems(entries))
+}
+
+// PrepareMetered does the part of Metered that needs no database (hashing
+// and encoding the values, about a tenth of the work of staging a batch on
+// SQLite) and returns the write that remains, so that a caller that decodes
+// on one goroutine and writes on another can do this part on the first
+// (the inbox does: ingest/inbox stageOverlapped).
+func (s *BulkStage) PrepareMetered(entries []pipeline.MeteredEntry) func(context.Context) error {
+	items := meteredItems(entries)
+	return func(ctx context.Context) error { return s.add(ctx, items) }
+}
+
+// PrepareProfiles is PrepareMetered for profile days.
+func (s *BulkStage) PrepareProfiles(entries []pipeline.ProfileEntry) func(context.Context) error {
+	items := profileItems(entries)
+	return func(ctx context.Context) error { return s.add(ctx, items) }
 }
 
 // Profiles stages a batch of profile days.

@@ -248,3 +248,62 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 		t.Errorf("write after bulk: %v", err)
 	}
 }
+
+// TestBulkStageFirstLoad: a file staged into a table where the portfolio has
+// no current version skips the lookup of current versions (BulkStage.add);
+// its entries are all created, another portfolio's versions do not count,
+// and a key repeated in a later batch is still refused by the unique index
+// of current rows, failing the staging so that nothing is committed.
+func TestBulkStageFirstLoad(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		seedPortfolio(t, db, "p1")
+		seedPortfolio(t, db, "p2")
+		if _, err := db.StageMetered(ctx, audit("p2", "api"), []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim = %v, %v", ok, err)
+		}
+		st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Rollback()
+		for _, batch := range [][]pipeline.MeteredEntry{
+			{meteredDay("10000000001", 1), meteredDay("10000000002", 2)},
+			{meteredDay("10000000003", 3)},
+		} {
+			if err := st.Metered(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := st.Commit(ctx, claim.ID, "me", "processed/p1/2026-11-22/a.csv", audit("p1", "file"),
+			func(r pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+		if err != nil || res.Created != 3 || res.Replaced != 0 || res.Unchanged != 0 || res.Version != 1 || res.Status != pipeline.Created {
+			t.Fatalf("commit = %+v, %v", res, err)
+		}
+		if n, _ := db.CountVersions(ctx, "metered", "p1", false); n != 3 {
+			t.Errorf("p1 versions = %d, want 3", n)
+		}
+
+		// A fresh portfolio whose file repeats a key across batches.
+		seedPortfolio(t, db, "p3")
+		st, err = db.BeginBulk(ctx, "metered", "p3", "file", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Rollback()
+		if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 2)}); err == nil {
+			t.Fatal("a repeated key of a first load was staged")
+		}
+		st.Rollback()
+		if n, _ := db.CountVersions(ctx, "metered", "p3", false); n != 0 {
+			t.Errorf("p3 versions after the failed file = %d, want 0", n)
+		}
+	})
+}
