@@ -111,8 +111,8 @@ type batch struct {
 
 	// consts holds the columns that are the same in every batch (portfolio,
 	// delivery_day, qh_index, ts_utc) for constRows rows; each record gets
-	// slices of them instead of filling its own (0.35 of 1.7 s of the
-	// generator's CPU at 200,000 locations).
+	// read-only slices of them instead of filling its own: building the
+	// records took 0.38 s of CPU per run at 200,000 locations, now 0.05 s.
 	consts    [4]*memory.Buffer
 	constRows int
 	// patterns[v] is n copies of the small index v: a location's area, kind,
