@@ -66,4 +66,11 @@
 // buffers: control area, kind, metering type and source use fixed
 // dictionaries shared by all batches, malo a dictionary of the batch's
 // locations, so that a row costs a few integer stores and one multiply.
+// The columns that are the same in every batch (portfolio, delivery_day,
+// qh_index, ts_utc) are read-only slices of buffers filled once per
+// Generator, and the per-location buffers of a record are reused for a later
+// batch once the consumer has released the record (nothing is written into
+// a record that is still held). An emit function may therefore keep a
+// record, retained, for as long as it needs; the Generator's memory is
+// about one batch plus the records its consumer holds.
 package forecast

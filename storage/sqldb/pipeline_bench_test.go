@@ -69,3 +69,55 @@ func BenchmarkCurrentLocations(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMeteredHistory reads the history the forecast stage asks for:
+// 2,000 rlm locations with eight weeks of quarter-hour values, of which
+// the eight days like the delivery day (one a week), in pages of
+// MeteredHistory, from each backend.
+func BenchmarkMeteredHistory(b *testing.B) {
+	for _, d := range sqltest.Backends {
+		b.Run(string(d), func(b *testing.B) {
+			ctx := context.Background()
+			db := sqltest.Open(b, d)
+			if _, err := db.PutPortfolio(ctx, pipeline.Portfolio{ID: "p1", Name: "Bench", ControlAreas: pipeline.ControlAreas}, t0); err != nil {
+				b.Fatal(err)
+			}
+			const malos, weeks = 2000, 8
+			vals := make([]float64, 96)
+			for q := range vals {
+				vals[q] = float64(q) / 4
+			}
+			var batch []pipeline.MeteredEntry
+			for m := range malos {
+				for k := 1; k <= 7*weeks; k++ {
+					batch = append(batch, pipeline.MeteredEntry{Malo: fmt.Sprintf("%011d", 30000000000+m), Day: pday.AddDays(-k), Unit: pipeline.KWH, Values: vals})
+				}
+				if len(batch) >= 5000 || m == malos-1 {
+					if _, err := db.StageMetered(ctx, audit("p1", fmt.Sprint("h", m)), batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+			var days []pipeline.Day
+			for w := 1; w <= weeks; w++ {
+				days = append(days, pday.AddDays(-7*w))
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				got := 0
+				if err := db.MeteredHistory(ctx, "p1", days, func(e pipeline.MeteredEntry) error {
+					got += len(e.Values)
+					return nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				if got != malos*weeks*96 {
+					b.Fatalf("read %d values, want %d", got, malos*weeks*96)
+				}
+			}
+			b.ReportMetric(float64(malos*weeks)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+		})
+	}
+}

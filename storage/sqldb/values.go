@@ -31,8 +31,13 @@ func decodeValues(b []byte) ([]float64, error) {
 		return nil, fmt.Errorf("stored values of %d bytes are not a whole number of doubles", len(b))
 	}
 	out := make([]float64, len(b)/8)
-	for i := range out {
-		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
-	}
+	decodeValuesInto(out, b)
 	return out, nil
+}
+
+// decodeValuesInto decodes b, len(dst) doubles, into dst.
+func decodeValuesInto(dst []float64, b []byte) {
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
 }
