@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +16,6 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/lake/laketest"
-	"github.com/schedbridge/schedbridge/storage/objstore"
-	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
 // EnvBenchAggLocations scales BenchmarkAggregateStage (default 150,000
@@ -35,55 +31,10 @@ const EnvBenchAggLocations = "SCHEDBRIDGE_BENCH_AGG_LOCATIONS"
 // quarter-hour. It reports both times and their ratio, aggregate_vs_duckdb,
 // the figure that BenchmarkChain reports at 1,000,000 locations.
 func BenchmarkAggregateStage(b *testing.B) {
-	n := 150_000
-	if s := os.Getenv(EnvBenchAggLocations); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v < 1 {
-			b.Fatalf("%s=%q: want a positive number of market locations", EnvBenchAggLocations, s)
-		}
-		n = v
-	}
+	n := benchLocations(b, EnvBenchAggLocations, 150_000)
 	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(dir, "bench.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	bucket, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := pipeline.Portfolio{ID: "bench", Name: "Bench", BalancingGroup: bg, ExchangeBalancingGroup: exchange,
-		ControlAreas: []pipeline.ControlArea{pipeline.TenneT, pipeline.Amprion, pipeline.FiftyHertz, pipeline.TransnetBW}}
-	if _, err := db.PutPortfolio(ctx, p, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: n, RLMShare: 0.05, Areas: p.ControlAreas, MGAs: 50, HistoryWeeks: 8, Day: day, Seed: 1}
-	locs := jobs.SynthLocations(sc)
-	stageBulk(b, db, "location", func(st *sqldb.BulkStage) error { return st.Locations(ctx, locs) })
-	var hist []pipeline.MeteredEntry
-	stageBulk(b, db, "metered", func(st *sqldb.BulkStage) error {
-		if err := jobs.SynthHistory(sc, locs, func(e pipeline.MeteredEntry) error {
-			hist = append(hist, e)
-			if len(hist) == 5000 {
-				err := st.Metered(ctx, hist)
-				hist = hist[:0]
-				return err
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return st.Metered(ctx, hist)
-	})
-	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: p.ID, Endpoint: "bench", InputHash: "p", StatusCode: 200}
-	if _, err := db.StageProfiles(ctx, a, jobs.SynthDSOProfiles(day, 10)); err != nil {
-		b.Fatal(err)
-	}
+	env := newChainBench(b, n)
+	db, bucket, dir := env.db, env.bucket, env.dir
 	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir})
 	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
 	if run, err := r.RunStage(ctx, pipeline.StageForecast, day, "bench"); err != nil || run.Status != pipeline.RunSucceeded {

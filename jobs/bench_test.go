@@ -39,54 +39,10 @@ const EnvBenchLocations = "SCHEDBRIDGE_BENCH_LOCATIONS"
 // times DuckDB's filter on one market location over the stage's files
 // (duckdb_malo_filter_ms), the query that the malo statistics serve.
 func BenchmarkChain(b *testing.B) {
-	n := benchLocations(b, 20000)
+	n := benchLocations(b, EnvBenchLocations, 20000)
 	ctx := context.Background()
-	dir := b.TempDir()
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(dir, "bench.db")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
-	bucket, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	setup := time.Now()
-	p := pipeline.Portfolio{ID: "bench", Name: "Bench", BalancingGroup: bg, ExchangeBalancingGroup: exchange,
-		ControlAreas: []pipeline.ControlArea{pipeline.TenneT, pipeline.Amprion, pipeline.FiftyHertz, pipeline.TransnetBW}}
-	if _, err := db.PutPortfolio(ctx, p, time.Now()); err != nil {
-		b.Fatal(err)
-	}
-	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: n, RLMShare: 0.05, Areas: p.ControlAreas, MGAs: 50, HistoryWeeks: 8, Day: day, Seed: 1}
-	locs := jobs.SynthLocations(sc)
-	stageBulk(b, db, "location", func(st *sqldb.BulkStage) error { return st.Locations(ctx, locs) })
-	var hist []pipeline.MeteredEntry
-	var meteredValues int
-	stageBulk(b, db, "metered", func(st *sqldb.BulkStage) error {
-		if err := jobs.SynthHistory(sc, locs, func(e pipeline.MeteredEntry) error {
-			hist = append(hist, e)
-			meteredValues += len(e.Values)
-			if len(hist) == 5000 {
-				err := st.Metered(ctx, hist)
-				hist = hist[:0]
-				return err
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		return st.Metered(ctx, hist)
-	})
-	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: p.ID, Endpoint: "bench", InputHash: "p", StatusCode: 200}
-	if _, err := db.StageProfiles(ctx, a, jobs.SynthDSOProfiles(day, 10)); err != nil {
-		b.Fatal(err)
-	}
-	probe := locs[len(locs)/2].Malo
-	locs = nil
-	b.Logf("setup: %d locations, %d rlm history values staged in %.1f s", n, meteredValues, time.Since(setup).Seconds())
+	env := newChainBench(b, n)
+	db, bucket, dir, probe, sc := env.db, env.bucket, env.dir, env.probe, env.sc
 
 	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir})
 	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
@@ -208,6 +164,70 @@ func BenchmarkChain(b *testing.B) {
 	b.Logf("kalkulation stage for %d locations with their Ist: %.2f s", n, secs)
 }
 
+// chainBench is the synthetic portfolio "bench" of BenchmarkChain, staged
+// into SQLite on the local directory store: n market locations, 95% slp over
+// the BDEW profiles with DSO profiles for 10 MGAs, 5% rlm with eight weeks of
+// metered history.
+type chainBench struct {
+	db     *sqldb.DB
+	bucket *objstore.Local
+	dir    string
+	probe  string // a malo in the middle, for DuckDB's filter on one location
+	sc     jobs.SynthConfig
+}
+
+// newChainBench stages the portfolio of n locations; the database closes
+// when the benchmark ends.
+func newChainBench(b *testing.B, n int) chainBench {
+	b.Helper()
+	ctx := context.Background()
+	dir := b.TempDir()
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(dir, "bench.db")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	bucket, err := objstore.NewLocal(filepath.Join(dir, "bucket"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup := time.Now()
+	p := pipeline.Portfolio{ID: "bench", Name: "Bench", BalancingGroup: bg, ExchangeBalancingGroup: exchange,
+		ControlAreas: []pipeline.ControlArea{pipeline.TenneT, pipeline.Amprion, pipeline.FiftyHertz, pipeline.TransnetBW}}
+	if _, err := db.PutPortfolio(ctx, p, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	sc := jobs.SynthConfig{Portfolio: p.ID, Locations: n, RLMShare: 0.05, Areas: p.ControlAreas, MGAs: 50, HistoryWeeks: 8, Day: day, Seed: 1}
+	locs := jobs.SynthLocations(sc)
+	stageBulk(b, db, "location", func(st *sqldb.BulkStage) error { return st.Locations(ctx, locs) })
+	var hist []pipeline.MeteredEntry
+	var meteredValues int
+	stageBulk(b, db, "metered", func(st *sqldb.BulkStage) error {
+		if err := jobs.SynthHistory(sc, locs, func(e pipeline.MeteredEntry) error {
+			hist = append(hist, e)
+			meteredValues += len(e.Values)
+			if len(hist) == 5000 {
+				err := st.Metered(ctx, hist)
+				hist = hist[:0]
+				return err
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return st.Metered(ctx, hist)
+	})
+	a := &pipeline.AuditEntry{ReceivedAt: time.Now(), PortfolioID: p.ID, Endpoint: "bench", InputHash: "p", StatusCode: 200}
+	if _, err := db.StageProfiles(ctx, a, jobs.SynthDSOProfiles(day, 10)); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("setup: %d locations, %d rlm history values staged in %.1f s", n, meteredValues, time.Since(setup).Seconds())
+	return chainBench{db: db, bucket: bucket, dir: dir, probe: locs[len(locs)/2].Malo, sc: sc}
+}
+
 // duckWriteSeconds is DuckDB's time to write rows rows of forecast_malo's
 // columns and types (dictionary-worthy strings, date, smallint, timestamp
 // with time zone, double), generated in SQL in market-location order, to one
@@ -254,15 +274,15 @@ func duckCopySeconds(ctx context.Context, b *testing.B, duck *laketest.Duck, fil
 }
 
 // benchLocations is the number of market locations of a benchmark at scale:
-// EnvBenchLocations when set, else def.
-func benchLocations(b *testing.B, def int) int {
-	s := os.Getenv(EnvBenchLocations)
+// the environment variable env when set, else def.
+func benchLocations(b *testing.B, env string, def int) int {
+	s := os.Getenv(env)
 	if s == "" {
 		return def
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive number of market locations", EnvBenchLocations, s)
+		b.Fatalf("%s=%q: want a positive number of market locations", env, s)
 	}
 	return n
 }

@@ -90,7 +90,7 @@ var consolePortfolios = []struct {
 // position series, its ratio to the JSON summary of the same run
 // (x_summary).
 func BenchmarkConsoleSummary(b *testing.B) {
-	n := benchLocations(b, 1_000_000)
+	n := benchLocations(b, EnvBenchLocations, 1_000_000)
 	for _, c := range combos {
 		b.Run(c.name, func(b *testing.B) {
 			e := newEnv(b, c)

@@ -35,14 +35,7 @@ const EnvBenchLocations = "SCHEDBRIDGE_BENCH_LAKE_LOCATIONS"
 // found (sampled every 10 ms; Arrow buffers come from the Go heap),
 // peak-RSS-MB the process's high-water mark (Linux) during the iteration.
 func BenchmarkForecastMalo(b *testing.B) {
-	locations := 100_000
-	if v := os.Getenv(EnvBenchLocations); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("%s=%q: want a positive number", EnvBenchLocations, v)
-		}
-		locations = n
-	}
+	locations := benchLocations(b, 100_000)
 	const batchLocations = 10_000
 	d := pipeline.NewDay(2026, 6, 15)
 	rows := int64(locations * d.Intervals())
@@ -171,4 +164,18 @@ func highWaterRSS() uint64 {
 		}
 	}
 	return 0
+}
+
+// benchLocations is the number of market locations of a lake benchmark:
+// EnvBenchLocations when set, else def.
+func benchLocations(b *testing.B, def int) int {
+	v := os.Getenv(EnvBenchLocations)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive number", EnvBenchLocations, v)
+	}
+	return n
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -307,14 +305,7 @@ func plainStringsOf(rec arrow.RecordBatch, schema *arrow.Schema) arrow.RecordBat
 // quarter-hour over the same files. It reports scan-vs-duckdb, the ratio of
 // the two times measured in the same run.
 func BenchmarkScan(b *testing.B) {
-	locations := 100_000
-	if v := os.Getenv(EnvBenchLocations); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			b.Fatalf("%s=%q: want a positive number", EnvBenchLocations, v)
-		}
-		locations = n
-	}
+	locations := benchLocations(b, 100_000)
 	d := pipeline.NewDay(2026, 6, 15)
 	ctx := context.Background()
 	bucket, err := objstore.NewLocal(b.TempDir())
