@@ -245,28 +245,18 @@ func (db *DB) stageBatch(ctx context.Context, t stagingTable, batch []*groupReq)
 		}
 		cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
 			append(t.payCols, "received_at", "superseded_at")...)
-		rowPH := "(" + placeholders(len(cols)) + ")"
-		for start := 0; start < len(inserts); start += insertChunk {
-			chunk := inserts[start:min(start+insertChunk, len(inserts))]
-			var q strings.Builder
-			fmt.Fprintf(&q, "INSERT INTO %s (%s) VALUES ", t.name, strings.Join(cols, ", "))
-			args := make([]any, 0, len(chunk)*len(cols))
-			for i, n := range chunk {
-				if i > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString(rowPH)
-				args = append(args, n.r.entry.PortfolioID)
-				for _, k := range n.it.key {
-					args = append(args, k)
-				}
-				args = append(args, n.version, n.it.hash, n.r.entry.InputHash)
-				args = append(args, n.it.payload...)
-				args = append(args, n.r.entry.ReceivedAt.UTC(), n.superseded)
+		err = db.insertRows(ctx, nil, tx, t.name, cols, len(inserts), func(args []any, i int) []any {
+			n := inserts[i]
+			args = append(args, n.r.entry.PortfolioID)
+			for _, k := range n.it.key {
+				args = append(args, k)
 			}
-			if _, err := tx.Tx.ExecContext(ctx, db.rebind(q.String()), args...); err != nil {
-				return fmt.Errorf("insert %s: %w", t.name, err)
-			}
+			args = append(args, n.version, n.it.hash, n.r.entry.InputHash)
+			args = append(args, n.it.payload...)
+			return append(args, n.r.entry.ReceivedAt.UTC(), n.superseded)
+		})
+		if err != nil {
+			return err
 		}
 		entries := make([]*pipeline.AuditEntry, len(done))
 		for i := range done {

@@ -210,47 +210,56 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	}
 	cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
 		append(t.payCols, "received_at")...)
+	appendRow := func(row []any, i int) []any {
+		r := inserts[i]
+		row = append(row, portfolio)
+		for _, k := range r.it.key {
+			row = append(row, k)
+		}
+		row = append(row, r.version, r.it.hash, inputHash)
+		row = append(row, r.it.payload...)
+		return append(row, db.timeArg(now))
+	}
 	if st.copy != nil && len(inserts) > 0 {
 		rows := make([][]any, len(inserts))
-		for i, r := range inserts {
-			row := make([]any, 0, len(cols))
-			row = append(row, portfolio)
-			for _, k := range r.it.key {
-				row = append(row, k)
-			}
-			row = append(row, r.version, r.it.hash, inputHash)
-			row = append(row, r.it.payload...)
-			rows[i] = append(row, db.timeArg(now))
+		for i := range inserts {
+			rows[i] = appendRow(make([]any, 0, len(cols)), i)
 		}
 		if err := st.copy(ctx, t.name, cols, rows); err != nil {
 			return res, fmt.Errorf("copy into %s: %w", t.name, err)
 		}
 		return res, nil
 	}
+	if err := db.insertRows(ctx, cache, tx, t.name, cols, len(inserts), appendRow); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// insertRows inserts n rows into the columns cols of table in multi-row
+// INSERTs of db.insertChunk() rows; appendRow appends row i's values, one
+// per column, to args. Both the staging of one submission (stage) and that
+// of a group (stageBatch) write their new versions with it.
+func (db *DB) insertRows(ctx context.Context, cache stmtCache, tx bun.Tx, table string, cols []string, n int,
+	appendRow func(args []any, i int) []any) error {
 	rowPH := "(" + placeholders(len(cols)) + ")"
-	for start := 0; start < len(inserts); start += db.insertChunk() {
-		chunk := inserts[start:min(start+db.insertChunk(), len(inserts))]
+	for start := 0; start < n; start += db.insertChunk() {
+		end := min(start+db.insertChunk(), n)
 		var q strings.Builder
-		fmt.Fprintf(&q, "INSERT INTO %s (%s) VALUES ", t.name, strings.Join(cols, ", "))
-		args := make([]any, 0, len(chunk)*len(cols))
-		for i, r := range chunk {
-			if i > 0 {
+		fmt.Fprintf(&q, "INSERT INTO %s (%s) VALUES ", table, strings.Join(cols, ", "))
+		args := make([]any, 0, (end-start)*len(cols))
+		for i := start; i < end; i++ {
+			if i > start {
 				q.WriteString(", ")
 			}
 			q.WriteString(rowPH)
-			args = append(args, portfolio)
-			for _, k := range r.it.key {
-				args = append(args, k)
-			}
-			args = append(args, r.version, r.it.hash, inputHash)
-			args = append(args, r.it.payload...)
-			args = append(args, db.timeArg(now))
+			args = appendRow(args, i)
 		}
 		if err := cache.exec(ctx, db, tx, q.String(), args...); err != nil {
-			return res, fmt.Errorf("insert %s: %w", t.name, err)
+			return fmt.Errorf("insert %s: %w", table, err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // lockKeys takes, on PostgreSQL, a shared lock on each submission's
