@@ -279,15 +279,11 @@ func DecodeBulk(ctx context.Context, kind BulkKind, in BulkInput, opt BulkOption
 		res:  BulkResult{Kind: kind, Format: format},
 		days: intervals{},
 	}
-	// A hash abandoned before its sum (an invalid file, an error) still
-	// has its goroutine stopped.
-	defer func() {
-		for _, h := range r.hashers {
-			h.stop()
-		}
-	}()
+	// A hash abandoned before its sum (an error) still has its goroutine
+	// stopped; an invalid file stops it in bulkRun.stop.
+	defer func() { r.hash.stop() }()
 	if (kind == BulkMetered || kind == BulkProfiles) && !opt.SkipHash {
-		r.hash = r.newHash("entries")
+		r.hash = newStreamHash("entries")
 	}
 	if err := ctx.Err(); err != nil {
 		return r.res, err
@@ -462,11 +458,10 @@ type bulkRun struct {
 	// field order (validate_only comes after entries).
 	held []FileProblem
 
-	hash    *streamHash   // nil once a problem is known, or for whole documents
-	hashers []*streamHash // every hash started, stopped when DecodeBulk returns
-	days    intervals
-	c       checker // validates single fields; emptied after each use
-	tick    int     // entries since ctx was last checked
+	hash *streamHash // nil once a problem is known, or for whole documents
+	days intervals
+	c    checker // validates single fields; emptied after each use
+	tick int     // entries since ctx was last checked
 
 	// The batch being filled; only when emit is set and no problem is known.
 	metered  []pipeline.MeteredEntry
@@ -498,6 +493,7 @@ func (r *bulkRun) add(p FileProblem) {
 
 // stop ends hashing and batching: the file is invalid.
 func (r *bulkRun) stop() {
+	r.hash.stop()
 	r.hash = nil
 	r.metered, r.profiles, r.backing = nil, nil, nil
 }
@@ -744,13 +740,6 @@ func (r *bulkRun) finish() (BulkResult, error) {
 		r.res.InputHash = r.hash.sum()
 	}
 	return r.res, nil
-}
-
-// newHash starts a streamHash that DecodeBulk stops when it returns.
-func (r *bulkRun) newHash(list string) *streamHash {
-	h := newStreamHash(list)
-	r.hashers = append(r.hashers, h)
-	return h
 }
 
 // streamHash computes the input hash of a submission item by item (entries

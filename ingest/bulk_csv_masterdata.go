@@ -161,7 +161,7 @@ func (r *bulkRun) csvMasterData(src io.Reader) error {
 		locations[i] = m.locs[i].Location
 	}
 	if !r.opt.SkipHash {
-		r.hash = r.newHash("locations")
+		r.hash = newStreamHash("locations")
 		for i := range locations {
 			r.hash.location(&locations[i])
 		}
