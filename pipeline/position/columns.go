@@ -19,23 +19,16 @@ func column(rec arrow.RecordBatch, name string) (arrow.Array, error) {
 	return rec.Column(idx[0]), nil
 }
 
-// coded is a string column resolved for a hot loop: the value of row i is
-// the caller's id lut[idx[i]], or unknown when that is negative. Resolving
-// the (small) dictionary once per batch keeps string comparisons out of the
-// per-row loop.
-type coded struct {
-	idx []int32
-	lut []int32
-}
-
-// codeColumn resolves a string column: dictionary<int32, string> (the
-// schema's type) directly, other dictionary index types and plain strings
-// through scratch, which is reused between batches. resolve maps a value to
-// the caller's id or -1.
-func codeColumn(arr arrow.Array, name string, resolve func(string) int32, scratch *[]int32) (coded, error) {
+// runsOf turns a string column, dictionary<int32, string> (the schema's
+// type), another dictionary or plain strings, into the runs of equal values
+// that AddBlock sums. Null values are refused; a null dictionary entry reads
+// as "", which no resolver knows.
+func runsOf(arr arrow.Array, name string) (Runs, error) {
 	if arr.NullN() > 0 {
-		return coded{}, pipeline.Errorf(pipeline.Invalid, "column %s has %d null values", name, arr.NullN())
+		return Runs{}, pipeline.Errorf(pipeline.Invalid, "column %s has %d null values", name, arr.NullN())
 	}
+	var r Runs
+	var code func(i int) int32
 	switch a := arr.(type) {
 	case *array.Dictionary:
 		dict, ok := a.Dictionary().(interface {
@@ -44,50 +37,63 @@ func codeColumn(arr arrow.Array, name string, resolve func(string) int32, scratc
 			IsNull(int) bool
 		})
 		if !ok {
-			return coded{}, pipeline.Errorf(pipeline.Invalid, "column %s: dictionary of %s, want strings", name, a.Dictionary().DataType())
+			return Runs{}, pipeline.Errorf(pipeline.Invalid, "column %s: dictionary of %s, want strings", name, a.Dictionary().DataType())
 		}
-		lut := make([]int32, dict.Len())
-		for j := range lut {
-			if dict.IsNull(j) {
-				lut[j] = -1
-				continue
+		r.Dict = make([]string, dict.Len())
+		for j := range r.Dict {
+			if !dict.IsNull(j) {
+				r.Dict[j] = dict.Value(j)
 			}
-			lut[j] = resolve(dict.Value(j))
 		}
 		if ix, ok := a.Indices().(*array.Int32); ok {
-			return coded{idx: ix.Int32Values(), lut: lut}, nil
+			appendRuns(&r, ix.Int32Values())
+			return r, nil
 		}
-		idx := grow(scratch, a.Len())
-		for i := range idx {
-			idx[i] = int32(a.GetValueIndex(i))
-		}
-		return coded{idx: idx, lut: lut}, nil
+		code = func(i int) int32 { return int32(a.GetValueIndex(i)) }
 	case interface {
 		Value(int) string
 		Len() int
 	}:
 		// Plain strings repeat in runs (a location's rows are adjacent), so
 		// comparing with the previous row's value avoids most lookups.
-		idx := grow(scratch, a.Len())
-		var lut []int32
 		local := map[string]int32{}
 		prev, prevCode := "", int32(-1)
-		for i := range idx {
+		code = func(i int) int32 {
 			v := a.Value(i)
-			if prevCode < 0 || v != prev {
-				c, ok := local[v]
-				if !ok {
-					c = int32(len(lut))
-					local[v] = c
-					lut = append(lut, resolve(v))
-				}
-				prev, prevCode = v, c
+			if prevCode >= 0 && v == prev {
+				return prevCode
 			}
-			idx[i] = prevCode
+			c, ok := local[v]
+			if !ok {
+				c = int32(len(r.Dict))
+				local[v] = c
+				r.Dict = append(r.Dict, v)
+			}
+			prev, prevCode = v, c
+			return c
 		}
-		return coded{idx: idx, lut: lut}, nil
+	default:
+		return Runs{}, pipeline.Errorf(pipeline.Invalid, "column %s has type %s, want strings", name, arr.DataType())
 	}
-	return coded{}, pipeline.Errorf(pipeline.Invalid, "column %s has type %s, want strings", name, arr.DataType())
+	codes := make([]int32, arr.Len())
+	for i := range codes {
+		codes[i] = code(i)
+	}
+	appendRuns(&r, codes)
+	return r, nil
+}
+
+// appendRuns appends the runs of equal codes, one code per row, to r.
+func appendRuns(r *Runs, codes []int32) {
+	for i := 0; i < len(codes); {
+		c, j := codes[i], i+1
+		for j < len(codes) && codes[j] == c {
+			j++
+		}
+		r.Codes = append(r.Codes, c)
+		r.Ends = append(r.Ends, int32(j))
+		i = j
+	}
 }
 
 func grow(s *[]int32, n int) []int32 {

@@ -117,21 +117,22 @@ func sourceClass(s string) int32 {
 }
 
 // Add adds a ForecastMaloSchema batch (or a projection of it that has the
-// columns the Aggregator reads). It does not keep rec.
+// columns the Aggregator reads) by turning it into a Block: one way of
+// summing for records and for the aggregate stage's Parquet scan, which
+// hands AddBlock its blocks directly. It does not keep rec.
 func (a *Aggregator) Add(rec arrow.RecordBatch) error {
 	rows := int(rec.NumRows())
 	if rows == 0 {
 		return nil
 	}
 	names := [4]string{"portfolio", "control_area", "kind", "source"}
-	resolvers := [4]func(string) int32{a.portfolioID, areaIndex, kindIndex, sourceClass}
-	var cols [4]coded
+	var runs [4]Runs
 	for i, name := range names {
 		arr, err := column(rec, name)
 		if err != nil {
 			return err
 		}
-		if cols[i], err = codeColumn(arr, name, resolvers[i], &a.scratch[i]); err != nil {
+		if runs[i], err = runsOf(arr, name); err != nil {
 			return err
 		}
 	}
@@ -154,44 +155,12 @@ func (a *Aggregator) Add(rec arrow.RecordBatch) error {
 	if qhCol.NullN() > 0 || pwCol.NullN() > 0 {
 		return pipeline.Errorf(pipeline.Invalid, "qh_index or power_mw has null values")
 	}
-	qh, pw := qhCol.Int16Values(), pwCol.Float64Values()
-	P, A, K, S := cols[0], cols[1], cols[2], cols[3]
-	n := a.n
-	sums, cnt := a.sums, a.rows
-	for i := range rows {
-		p, ar, k, s := P.lut[P.idx[i]], A.lut[A.idx[i]], K.lut[K.idx[i]], S.lut[S.idx[i]]
-		if p|ar|k|s < 0 {
-			return a.badRow(rec, i, p, ar, k, s)
-		}
-		if s == 1 {
-			a.submittedRows++
-			continue
-		}
-		q := int(qh[i])
-		if uint(q) >= uint(n) {
-			return pipeline.Errorf(pipeline.Invalid, "row %d: qh_index %d outside the %d quarter-hours of %s", i, q, n, a.day)
-		}
-		slot := (int(p)*nAreas+int(ar))*nKinds + int(k)
-		sums[slot*n+q] += pw[i]
-		cnt[slot]++
+	qh := make([]int32, rows)
+	for i, q := range qhCol.Int16Values() {
+		qh[i] = int32(q)
 	}
-	return nil
-}
-
-// badRow names the column whose value is not known.
-func (a *Aggregator) badRow(rec arrow.RecordBatch, i int, p, ar, k, s int32) error {
-	name := "portfolio"
-	switch {
-	case p < 0:
-	case ar < 0:
-		name = "control_area"
-	case k < 0:
-		name = "kind"
-	case s < 0:
-		name = "source"
-	}
-	arr, _ := column(rec, name)
-	return pipeline.Errorf(pipeline.Invalid, "row %d: %s %q is not known", i, name, stringAt(arr)(i))
+	return a.AddBlock(Block{Rows: rows, Portfolio: runs[0], ControlArea: runs[1], Kind: runs[2], Source: runs[3],
+		QH: qh, PowerMW: pwCol.Float64Values()})
 }
 
 // Submitted is a supplier's forecast for the day: its series are tagged with
@@ -337,11 +306,10 @@ type Block struct {
 	PowerMW                              []float64
 }
 
-// AddBlock adds a Block. It adds the rows in the order Add adds them, so
-// that reading the same rows either way gives bit-identical sums; but it
-// resolves the string columns once per run instead of once per row, which
-// is what makes it faster than Add on long runs (a location's 96 rows share
-// portfolio, area, kind and source). It does not keep b.
+// AddBlock adds a Block, row by row in order, so that the same rows give
+// bit-identical sums however they are cut into blocks. It resolves the
+// string columns once per run instead of once per row (a location's 96 rows
+// share portfolio, area, kind and source). It does not keep b.
 func (a *Aggregator) AddBlock(b Block) error {
 	rows := b.Rows
 	if len(b.QH) != rows || len(b.PowerMW) != rows {
@@ -417,7 +385,7 @@ func (a *Aggregator) AddBlock(b Block) error {
 	return nil
 }
 
-// badBlockRow names the column whose value is not known, as badRow does.
+// badBlockRow names the column whose value is not known.
 func (a *Aggregator) badBlockRow(b Block, i int, v [4]int32) error {
 	cols := [4]*Runs{&b.Portfolio, &b.ControlArea, &b.Kind, &b.Source}
 	names := [4]string{"portfolio", "control_area", "kind", "source"}
