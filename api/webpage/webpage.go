@@ -11,6 +11,7 @@ package webpage
 import (
 	"bytes"
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"html/template"
@@ -64,6 +65,12 @@ type parsed struct {
 	assets map[string]asset
 }
 
+// shared holds the template parts that every site's layout may call, such
+// as the main navigation ("main-nav", given the page's data).
+//
+//go:embed templates/shared.html
+var shared embed.FS
+
 // asset is one embedded static file with what its answers need.
 type asset struct {
 	body        []byte
@@ -108,8 +115,11 @@ func (s *Set) parse() (*parsed, error) {
 	for k, f := range s.site.Funcs {
 		funcs[k] = f
 	}
-	base, err := template.New(s.site.Layout).Funcs(funcs).ParseFS(s.site.Templates, "templates/"+s.site.Layout)
+	base, err := template.New(s.site.Layout).Funcs(funcs).ParseFS(shared, "templates/shared.html")
 	if err != nil {
+		return nil, fmt.Errorf("webpage: parsing the shared templates: %w", err)
+	}
+	if base, err = base.ParseFS(s.site.Templates, "templates/"+s.site.Layout); err != nil {
 		return nil, fmt.Errorf("webpage: parsing the layout: %w", err)
 	}
 	pages := make(map[string]*template.Template, len(s.site.Pages))
