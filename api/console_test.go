@@ -392,11 +392,11 @@ func TestMobile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := tomorrow.QuarterStartsUTC()
+		ts := tomorrow.QuarterStartsMicros()
 		var pos []pipeline.PositionRow
 		var open []pipeline.OpenPositionRow
 		for qh := range ts {
-			at := time.UnixMilli(ts[qh]).UTC()
+			at := time.UnixMicro(ts[qh]).UTC()
 			pos = append(pos,
 				pipeline.PositionRow{Portfolio: "p1", ControlArea: pipeline.TenneT, QH: qh, TS: at, ConsumptionMW: 12, NetMW: 10.0004, Source: "generated"},
 				pipeline.PositionRow{Portfolio: "p2", ControlArea: pipeline.TenneT, QH: qh, TS: at, ConsumptionMW: 1, NetMW: 1, Source: "generated"})

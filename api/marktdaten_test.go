@@ -136,8 +136,9 @@ func TestMarktdatenAPI(t *testing.T) {
 		// Prices.
 		day := pipeline.NewDay(2026, 11, 20)
 		var pts []string
-		for _, ms := range day.QuarterStartsUTC() {
-			pts = append(pts, fmt.Sprintf("[%d,%s]", ms, "101.5"))
+		for _, us := range day.QuarterStartsMicros() {
+			// SMARD counts in milliseconds since the epoch.
+			pts = append(pts, fmt.Sprintf("[%d,%s]", time.UnixMicro(us).UnixMilli(), "101.5"))
 		}
 		smard := []byte(`{"series":[` + strings.Join(pts, ",") + `]}`)
 		r = f.as("process", "PUT", "/v1/process/prices/spot", smard)

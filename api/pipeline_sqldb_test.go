@@ -74,11 +74,11 @@ func TestPipelineOnDatabase(t *testing.T) {
 		if err := db.FinishRun(ctx, chain.ID, pipeline.RunFailed, "stage schedules: object store unreachable", nil, now.Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
-		ts := day24.QuarterStartsUTC()
+		ts := day24.QuarterStartsMicros()
 		var pos []pipeline.PositionRow
 		var open []pipeline.OpenPositionRow
 		for qh := range ts {
-			at := time.UnixMilli(ts[qh]).UTC()
+			at := time.UnixMicro(ts[qh]).UTC()
 			pos = append(pos,
 				pipeline.PositionRow{Portfolio: "p1", ControlArea: pipeline.TenneT, QH: qh, TS: at, ConsumptionMW: 12, ProductionMW: 2, NetMW: 10, Source: "generated"},
 				pipeline.PositionRow{Portfolio: "p2", ControlArea: pipeline.Amprion, QH: qh, TS: at, ConsumptionMW: 1, NetMW: 1, Source: "submitted"})

@@ -305,11 +305,11 @@ func ptr[T any](v T) *T { return &v }
 // (run 41 and 42) over four quarter-hours of two portfolios, schedules in
 // two versions, and a chain with its stage runs.
 func samplResults() *fakeResults {
-	ts := day24.QuarterStartsUTC()
+	ts := day24.QuarterStartsMicros()
 	r := &fakeResults{posRun: map[pipeline.Day]int64{day24: 41}, openRun: map[pipeline.Day]int64{day24: 42}}
 	// Stored out of order, as a database may return them.
 	for _, qh := range []int{3, 1, 0, 2} {
-		at := time.UnixMilli(ts[qh]).UTC()
+		at := time.UnixMicro(ts[qh]).UTC()
 		r.positions = append(r.positions,
 			pipeline.PositionRow{Portfolio: "p2", ControlArea: pipeline.Amprion, QH: qh, TS: at, ConsumptionMW: 4, ProductionMW: 0, NetMW: 4, Source: "submitted"},
 			pipeline.PositionRow{Portfolio: "p1", ControlArea: pipeline.TenneT, QH: qh, TS: at, ConsumptionMW: 10 + float64(qh), ProductionMW: 2, NetMW: 8 + float64(qh), Source: "generated"},

@@ -661,7 +661,7 @@ func (s *daySeeder) chain(at time.Time) {
 // period calculation for kalkulation (metered on nine days in ten, the
 // schedule's on the others), which the Kalkulation page reads.
 func (s *daySeeder) publish(st pipeline.Stage, runID int64) {
-	ts := s.day.QuarterStartsUTC()
+	ts := s.day.QuarterStartsMicros()
 	var pos []pipeline.PositionRow
 	var open []pipeline.OpenPositionRow
 	var kalk []kalkulation.Row
@@ -674,9 +674,9 @@ func (s *daySeeder) publish(st pipeline.Stage, runID int64) {
 	}
 	for pi, cp := range consolePortfolios {
 		for ai, area := range cp.p.ControlAreas {
-			for qh, ms := range ts {
+			for qh, us := range ts {
 				net := cp.share*400 + 20*float64(ai) + 30*math.Sin(float64(qh)/15) + float64(pi)
-				at := time.UnixMilli(ms).UTC()
+				at := time.UnixMicro(us).UTC()
 				pos = append(pos, pipeline.PositionRow{Portfolio: cp.p.ID, ControlArea: area, QH: qh, TS: at,
 					ConsumptionMW: net + 1, ProductionMW: 1, NetMW: net, Source: "generated"})
 				open = append(open, pipeline.OpenPositionRow{Portfolio: cp.p.ID, ControlArea: area, QH: qh, TS: at,
@@ -832,8 +832,8 @@ func seedConsolePrices(b *testing.B, e *env, now time.Time) {
 	today := pipeline.DayOf(now)
 	var spot, rebap []price.Point
 	for d := today.AddDays(-365); !today.AddDays(1).Before(d); d = d.AddDays(1) {
-		for q, ms := range d.QuarterStartsUTC() {
-			ts := time.UnixMilli(ms).UTC()
+		for q, us := range d.QuarterStartsMicros() {
+			ts := time.UnixMicro(us).UTC()
 			v := 90 + 30*math.Sin(float64(q)/8)
 			spot = append(spot, price.Point{Start: ts, Minutes: 15, Price: v, PriceLong: v})
 			if d.Before(today.AddDays(-1)) {

@@ -69,7 +69,7 @@ func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pi
 		return nil, err
 	}
 	n := day.Intervals()
-	ts := day.QuarterStartsUTC()
+	ts := day.QuarterStartsMicros()
 	var rows []kalkulation.Row
 	var out KalkulationOutputs
 	for i, p := range ps {
@@ -95,7 +95,7 @@ func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pi
 			}
 			for q := range n {
 				row := kalkulation.Row{Portfolio: p.ID, ControlArea: area, Day: day, QH: q,
-					TS: time.UnixMilli(ts[q]).UTC(), Basis: info.Basis}
+					TS: time.UnixMicro(ts[q]).UTC(), Basis: info.Basis}
 				if hasSchedule {
 					row.BoughtMW, row.SoldMW = s.bought[q], s.sold[q]
 				}

@@ -42,8 +42,8 @@ func BenchmarkKalkulation31Days(b *testing.B) {
 				}
 				var rs []kalkulation.Row
 				for ai, area := range pipeline.ControlAreas {
-					for q, ms := range d.QuarterStartsUTC() {
-						ts := time.UnixMilli(ms).UTC()
+					for q, us := range d.QuarterStartsMicros() {
+						ts := time.UnixMicro(us).UTC()
 						base := 40 + 10*float64(ai) + 5*math.Sin(float64(q)/15)
 						rs = append(rs, kalkulation.Row{Portfolio: p.ID, ControlArea: area, Day: d, QH: q, TS: ts,
 							BoughtMW: base + 2, SoldMW: 2, IstMW: base + math.Cos(float64(q)), Basis: kalkulation.BasisIst})

@@ -20,14 +20,15 @@ import (
 // of the day; skip lists quarter-hours published as null.
 func smardDay(d pipeline.Day, price func(qh int) float64, skip ...int) string {
 	var pts []string
-	for i, ms := range d.QuarterStartsUTC() {
+	for i, us := range d.QuarterStartsMicros() {
 		v := fmt.Sprintf("%g", price(i))
 		for _, s := range skip {
 			if s == i {
 				v = "null"
 			}
 		}
-		pts = append(pts, fmt.Sprintf("[%d,%s]", ms, v))
+		// SMARD counts in milliseconds since the epoch.
+		pts = append(pts, fmt.Sprintf("[%d,%s]", time.UnixMicro(us).UnixMilli(), v))
 	}
 	return `{"meta_data":{"version":1},"series":[` + strings.Join(pts, ",") + `]}`
 }
@@ -36,8 +37,8 @@ func smardDay(d pipeline.Day, price func(qh int) float64, skip ...int) string {
 func rebapDay(d pipeline.Day, short, long string) string {
 	var b strings.Builder
 	b.WriteString("Datum;Zeitzone;von;bis;Datenkategorie;Datentyp;Einheit;reBAP unterdeckt;reBAP ueberdeckt\n")
-	for _, ms := range d.QuarterStartsUTC() {
-		t := time.UnixMilli(ms).UTC()
+	for _, us := range d.QuarterStartsMicros() {
+		t := time.UnixMicro(us).UTC()
 		e := t.Add(15 * time.Minute)
 		fmt.Fprintf(&b, "%s;UTC;%s;%s;reBAP;Qualitaetsgesichert;EUR/MWh;%s;%s\n",
 			t.Format("02.01.2006"), t.Format("15:04"), e.Format("15:04"), short, long)

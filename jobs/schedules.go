@@ -328,7 +328,7 @@ type scheduleRows struct {
 func newScheduleRows(mem memory.Allocator, day pipeline.Day) *scheduleRows {
 	b := array.NewRecordBuilder(mem, pipeline.ScheduleSchema)
 	d := func(i int) *array.BinaryDictionaryBuilder { return b.Field(i).(*array.BinaryDictionaryBuilder) }
-	return &scheduleRows{day: day, ts: day.QuarterStartsUTC(), b: b,
+	return &scheduleRows{day: day, ts: day.QuarterStartsMicros(), b: b,
 		portfolio: d(0), area: d(2), file: d(3), series: d(5), business: d(6), inParty: d(7), outParty: d(8)}
 }
 

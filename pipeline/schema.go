@@ -20,8 +20,16 @@ import (
 // Dictionary type of the repeated string columns.
 var dictString = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
 
-// TimestampUTC is the type of ts_utc columns: milliseconds, adjusted to UTC.
-var TimestampUTC = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+// TimestampUTC is the type of ts_utc columns: microseconds, adjusted to UTC.
+// The lake's files are registered in Apache Iceberg tables as they are
+// written, and the Iceberg spec maps its timestamptz type to Parquet INT64
+// TIMESTAMP(MICROS, isAdjustedToUTC=true). iceberg-go v0.7.0's AddFiles takes
+// a file's footer statistics as they are, so a millisecond column would get
+// lower and upper bounds that Iceberg engines read as microseconds (1000
+// times too small, in January 1970), and they would prune files wrongly.
+// pqarrow writes this Arrow type as exactly that Parquet type (the zone "UTC"
+// sets isAdjustedToUTC).
+var TimestampUTC = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 
 // Dataset names in the lake (lake/<dataset>/delivery_day=.../run=.../).
 const (
@@ -151,14 +159,16 @@ func (d Day) Date32() arrow.Date32 {
 	return arrow.Date32(time.Date(d.Year, d.Month, d.Dom, 0, 0, 0, 0, time.UTC).Unix() / 86400)
 }
 
-// QuarterStartsUTC returns the UTC start of every quarter-hour of the day, in
-// order; its length is Intervals().
-func (d Day) QuarterStartsUTC() []int64 {
+// QuarterStartsMicros returns the start of every quarter-hour of the day, in
+// order, as microseconds since the Unix epoch (the unit of TimestampUTC, so
+// the values go into ts_utc columns as they are); its length is Intervals().
+func (d Day) QuarterStartsMicros() []int64 {
 	n := d.Intervals()
 	out := make([]int64, n)
-	start := d.Start().UTC().UnixMilli()
+	start := d.Start().UnixMicro()
+	step := (15 * time.Minute).Microseconds()
 	for i := range out {
-		out[i] = start + int64(i)*15*60*1000
+		out[i] = start + int64(i)*step
 	}
 	return out
 }

@@ -15,16 +15,16 @@ func TestDate32(t *testing.T) {
 	}
 }
 
-func TestQuarterStartsUTC(t *testing.T) {
+func TestQuarterStartsMicros(t *testing.T) {
 	d := NewDay(2026, time.October, 25)
-	qs := d.QuarterStartsUTC()
+	qs := d.QuarterStartsMicros()
 	if len(qs) != 100 {
 		t.Fatalf("len = %d", len(qs))
 	}
-	if got := time.UnixMilli(qs[0]).UTC().Format(time.RFC3339); got != "2026-10-24T22:00:00Z" {
+	if got := time.UnixMicro(qs[0]).UTC().Format(time.RFC3339); got != "2026-10-24T22:00:00Z" {
 		t.Errorf("first = %s", got)
 	}
-	if got := time.UnixMilli(qs[99]).UTC().Format(time.RFC3339); got != "2026-10-25T22:45:00Z" {
+	if got := time.UnixMicro(qs[99]).UTC().Format(time.RFC3339); got != "2026-10-25T22:45:00Z" {
 		t.Errorf("last = %s", got)
 	}
 }

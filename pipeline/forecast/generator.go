@@ -141,7 +141,7 @@ func NewGenerator(cfg Config, portfolio string, day pipeline.Day, dso []pipeline
 	n := day.Intervals()
 	g := &Generator{
 		cfg: cfg, portfolio: portfolio, day: day, n: n, emit: emit,
-		date: day.Date32(), ts: day.QuarterStartsUTC(), qh: make([]int16, n),
+		date: day.Date32(), ts: day.QuarterStartsMicros(), qh: make([]int16, n),
 		prof: prof, hist: newHistorian(cfg.HistoryWeeks), states: map[string]calendar.State{},
 		dicts: newDicts(cfg.Alloc, portfolio),
 		b:     newBatch(cfg.Alloc, n, cfg.BatchLocations),

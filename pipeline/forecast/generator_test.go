@@ -584,7 +584,7 @@ func TestKeptRecords(t *testing.T) {
 		if !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("kept record %d changed after later batches", i)
 		}
-		if len(got) == 0 || got[0].qh != 0 || got[len(got)-1].qh != day.Intervals()-1 || got[0].ts != day.QuarterStartsUTC()[0] {
+		if len(got) == 0 || got[0].qh != 0 || got[len(got)-1].qh != day.Intervals()-1 || got[0].ts != day.QuarterStartsMicros()[0] {
 			t.Errorf("kept record %d: first %+v, last %+v", i, got[0], got[len(got)-1])
 		}
 		rec.Release()

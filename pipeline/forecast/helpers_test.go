@@ -107,7 +107,7 @@ func decode(t *testing.T, rec arrow.RecordBatch) []row {
 // and one set of attributes per location.
 func (s *sink) byMalo(portfolio string, day pipeline.Day) map[string]*location {
 	s.t.Helper()
-	ts := day.QuarterStartsUTC()
+	ts := day.QuarterStartsMicros()
 	out := map[string]*location{}
 	for _, r := range s.rows {
 		l := out[r.malo]

@@ -19,7 +19,7 @@ var day1 = pipeline.NewDay(2025, time.January, 15)
 func row(day pipeline.Day, area pipeline.ControlArea, qh int, bought, sold, ist float64, basis Basis) Row {
 	return Row{
 		Portfolio: "p1", ControlArea: area, Day: day, QH: qh,
-		TS:       time.UnixMilli(day.QuarterStartsUTC()[qh]).UTC(),
+		TS:       time.UnixMicro(day.QuarterStartsMicros()[qh]).UTC(),
 		BoughtMW: bought, SoldMW: sold, IstMW: ist, Basis: basis,
 	}
 }
@@ -211,8 +211,8 @@ func randomCase(rng *rand.Rand, von pipeline.Day, days int) ([]Row, Prices) {
 	price := func() float64 { return math.Round((rng.Float64()*400-100)*100) / 100 }
 	mw := func() float64 { return math.Round(rng.Float64()*10000) / 1000 }
 	for d := von; d.Compare(von.AddDays(days-1)) <= 0; d = d.AddDays(1) {
-		for qh, ms := range d.QuarterStartsUTC() {
-			k := ms / 1000
+		for qh, us := range d.QuarterStartsMicros() {
+			k := time.UnixMicro(us).Unix()
 			p.Spot[k], p.ReBAP[k], p.ReBAPLong[k] = price(), price(), price()
 			for _, a := range pipeline.ControlAreas {
 				basis := BasisIst

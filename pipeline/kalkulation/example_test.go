@@ -175,7 +175,7 @@ func readMengen(t *testing.T) []kalkulation.Row {
 		}
 		rows = append(rows, kalkulation.Row{
 			Portfolio: f[0], ControlArea: area, Day: day, QH: qh,
-			TS:       time.UnixMilli(day.QuarterStartsUTC()[qh]).UTC(),
+			TS:       time.UnixMicro(day.QuarterStartsMicros()[qh]).UTC(),
 			BoughtMW: num(f[4]), SoldMW: num(f[5]), IstMW: num(f[6]), Basis: kalkulation.Basis(f[7]),
 		})
 	}
@@ -245,7 +245,7 @@ func diff(t *testing.T, path string, want, got any) {
 // the balancing group bought 50 kWh of balancing energy at reBAP.
 func ExampleCompute() {
 	day := pipeline.NewDay(2025, time.March, 31)
-	ts := time.UnixMilli(day.QuarterStartsUTC()[0]).UTC()
+	ts := time.UnixMicro(day.QuarterStartsMicros()[0]).UTC()
 	rows := []kalkulation.Row{{
 		Portfolio: "p1", ControlArea: pipeline.Amprion, Day: day, QH: 0, TS: ts,
 		BoughtMW: 2, IstMW: 2.2, Basis: kalkulation.BasisIst,

@@ -35,7 +35,7 @@ func Record(mem memory.Allocator, qs []Quarter) arrow.RecordBatch {
 		date.Append(q.Day.Date32())
 		_ = area.AppendString(string(q.ControlArea))
 		qh.Append(int16(q.QH))
-		ts.Append(arrow.Timestamp(q.TS.UnixMilli()))
+		ts.Append(arrow.Timestamp(q.TS.UnixMicro()))
 		_ = basis.AppendString(string(q.Basis))
 		f64(6).Append(q.BoughtMW)
 		f64(7).Append(q.SoldMW)

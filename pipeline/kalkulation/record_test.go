@@ -5,12 +5,15 @@ import (
 	"context"
 	"math"
 	"testing"
+	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/kalkulation"
@@ -59,6 +62,23 @@ func TestRecordParquet(t *testing.T) {
 	defer tbl.Release()
 	if int(tbl.NumRows()) != len(qs) {
 		t.Fatalf("read back %d rows, wrote %d", tbl.NumRows(), len(qs))
+	}
+	// ts_utc is every quarter-hour's start, stored as Iceberg's timestamptz:
+	// INT64 microseconds adjusted to UTC.
+	tsIdx := tbl.Schema().FieldIndices("ts_utc")
+	if len(tsIdx) != 1 {
+		t.Fatalf("no column ts_utc")
+	}
+	lt, ok := pr.MetaData().Schema.Column(tsIdx[0]).LogicalType().(schema.TimestampLogicalType)
+	if !ok || lt.TimeUnit() != schema.TimeUnitMicros || !lt.IsAdjustedToUTC() {
+		t.Errorf("ts_utc logical type %v, want TIMESTAMP(MICROS, adjusted to UTC)", pr.MetaData().Schema.Column(tsIdx[0]).LogicalType())
+	}
+	ts := tbl.Column(tsIdx[0]).Data().Chunk(0).(*array.Timestamp)
+	unit := ts.DataType().(*arrow.TimestampType).Unit
+	for i, q := range qs {
+		if got := ts.Value(i).ToTime(unit); !got.Equal(q.TS) {
+			t.Fatalf("row %d: ts_utc %s, want %s", i, got.UTC().Format(time.RFC3339), q.TS.UTC().Format(time.RFC3339))
+		}
 	}
 	col := func(name string) *array.Float64 {
 		idx := tbl.Schema().FieldIndices(name)

@@ -140,7 +140,7 @@ func Open(alloc memory.Allocator, positions arrow.RecordBatch, trades []pipeline
 	defer out.release()
 	var ts []int64
 	if n > 0 {
-		ts = day.QuarterStartsUTC()
+		ts = day.QuarterStartsMicros()
 	}
 	open := make([]float64, n)
 	for _, k := range keys {

@@ -115,11 +115,11 @@ func TestOpen(t *testing.T) {
 			if len(rows) != n*len(tc.want) {
 				t.Fatalf("%d rows, want %d", len(rows), n*len(tc.want))
 			}
-			ts := tc.day.QuarterStartsUTC()
+			ts := tc.day.QuarterStartsMicros()
 			for bi, w := range tc.want {
 				for q := range n {
 					r := rows[bi*n+q]
-					if r.Portfolio != w.portfolio || r.ControlArea != w.area || r.QH != q || !r.TS.Equal(time.UnixMilli(ts[q])) ||
+					if r.Portfolio != w.portfolio || r.ControlArea != w.area || r.QH != q || !r.TS.Equal(time.UnixMicro(ts[q])) ||
 						!near(r.NetMW, w.net) || !near(r.BoughtMW, w.bought) || !near(r.SoldMW, w.sold) || !near(r.OpenMW, w.opn) {
 						t.Fatalf("row %d = %+v, want %+v at qh %d", bi*n+q, r, w, q)
 					}

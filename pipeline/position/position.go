@@ -247,7 +247,7 @@ func (a *Aggregator) Positions(alloc memory.Allocator, submitted []Submitted) (a
 	}
 	slices.Sort(names)
 
-	ts := a.day.QuarterStartsUTC()
+	ts := a.day.QuarterStartsMicros()
 	out := newOutColumns(alloc, 3, true)
 	defer out.release()
 	cons, prod, net := make([]float64, a.n), make([]float64, a.n), make([]float64, a.n)

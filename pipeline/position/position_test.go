@@ -54,7 +54,7 @@ func forecastBatch(t testing.TB, mem memory.Allocator, day pipeline.Day, rows []
 	t.Helper()
 	b := array.NewRecordBuilder(mem, pipeline.ForecastMaloSchema)
 	defer b.Release()
-	ts := day.QuarterStartsUTC()
+	ts := day.QuarterStartsMicros()
 	str := func(i int, v string) {
 		if err := b.Field(i).(*array.BinaryDictionaryBuilder).AppendString(v); err != nil {
 			t.Fatal(err)
@@ -132,14 +132,14 @@ func checkPositions(t *testing.T, rows []pipeline.PositionRow, day pipeline.Day,
 	if len(rows) != n*len(order) {
 		t.Fatalf("%d position rows, want %d (%d blocks of %d)", len(rows), n*len(order), len(order), n)
 	}
-	ts := day.QuarterStartsUTC()
+	ts := day.QuarterStartsMicros()
 	for bi, k := range order {
 		w := want[k]
 		for q := range n {
 			r := rows[bi*n+q]
 			c, p := w.consumption(q), w.prd(q)
 			if r.Portfolio != k.portfolio || r.ControlArea != k.area || r.QH != q || r.Source != w.source ||
-				!r.TS.Equal(time.UnixMilli(ts[q])) || !near(r.ConsumptionMW, c) || !near(r.ProductionMW, p) || !near(r.NetMW, c-p) {
+				!r.TS.Equal(time.UnixMicro(ts[q])) || !near(r.ConsumptionMW, c) || !near(r.ProductionMW, p) || !near(r.NetMW, c-p) {
 				t.Fatalf("row %d = %+v, want %s/%s qh %d source %s consumption %.6f production %.6f net %.6f",
 					bi*n+q, r, k.portfolio, k.area, q, w.source, c, p, c-p)
 			}

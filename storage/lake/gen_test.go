@@ -55,7 +55,7 @@ func powerOf(loc, q int) float64 {
 func forecastBatch(mem memory.Allocator, day pipeline.Day, first, n int) arrow.RecordBatch {
 	nq := day.Intervals()
 	rows := n * nq
-	ts := day.QuarterStartsUTC()
+	ts := day.QuarterStartsMicros()
 	cols := []arrow.Array{
 		dictColumn(mem, rows, nq, first, n, func(loc int) string { return portfolios[portfolioOf(loc)] }),
 		repeatDate(mem, rows, day.Date32()),
@@ -139,7 +139,7 @@ func expected(day pipeline.Day, loc, q int) expectedRow {
 	return expectedRow{
 		portfolio: portfolios[portfolioOf(loc)], malo: malo(loc), area: controlAreas[areaOf(loc)],
 		kind: kinds[kindOf(loc)], metering: meteringTypes[meteringOf(loc)], source: sources[sourceOf(loc)],
-		day: day.Date32(), qh: int16(q), ts: day.QuarterStartsUTC()[q], power: powerOf(loc, q),
+		day: day.Date32(), qh: int16(q), ts: day.QuarterStartsMicros()[q], power: powerOf(loc, q),
 	}
 }
 

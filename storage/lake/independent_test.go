@@ -1,12 +1,15 @@
 package lake_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	xsource "github.com/xitongsys/parquet-go-source/local"
@@ -78,22 +81,31 @@ func checkXitongsys(t *testing.T, dir string, s lake.Snapshot) {
 		if n != f.Rows {
 			t.Fatalf("%s: %d rows, snapshot says %d", f.Key, n, f.Rows)
 		}
-		// The footer as written: UTC-adjusted millisecond timestamps and
-		// zstd everywhere.
+		// The footer as written: UTC-adjusted microsecond timestamps (the
+		// Parquet type of Iceberg's timestamptz) and zstd everywhere.
 		for i, info := range pr.SchemaHandler.Infos {
 			if info.ExName != "ts_utc" {
 				continue
 			}
 			lt := pr.Footer.Schema[i].GetLogicalType()
-			if lt == nil || !lt.IsSetTIMESTAMP() || !lt.TIMESTAMP.IsAdjustedToUTC || !lt.TIMESTAMP.Unit.IsSetMILLIS() {
-				t.Errorf("%s: ts_utc logical type %v, want TIMESTAMP(MILLIS, adjusted to UTC)", f.Key, lt)
+			if lt == nil || !lt.IsSetTIMESTAMP() || !lt.TIMESTAMP.IsAdjustedToUTC || !lt.TIMESTAMP.Unit.IsSetMICROS() {
+				t.Errorf("%s: ts_utc logical type %v, want TIMESTAMP(MICROS, adjusted to UTC)", f.Key, lt)
 			}
 		}
-		for _, rg := range pr.Footer.RowGroups {
+		for ri, rg := range pr.Footer.RowGroups {
+			tsChecked := false
 			for _, c := range rg.Columns {
 				if c.MetaData.Codec != xparquet.CompressionCodec_ZSTD {
 					t.Errorf("%s: column %v codec %s", f.Key, c.MetaData.PathInSchema, c.MetaData.Codec)
 				}
+				// xitongsys capitalizes the paths it reads (Ts_utc).
+				if p := c.MetaData.PathInSchema; len(p) == 1 && strings.EqualFold(p[0], "ts_utc") {
+					checkTSStatistics(t, fmt.Sprintf("%s row group %d", f.Key, ri), c.MetaData.Statistics)
+					tsChecked = true
+				}
+			}
+			if !tsChecked {
+				t.Errorf("%s row group %d: no ts_utc column chunk", f.Key, ri)
 			}
 		}
 		col := func(name string) []any {
@@ -124,6 +136,32 @@ func checkXitongsys(t *testing.T, dir string, s lake.Snapshot) {
 
 func dateOf(v any) arrow.Date32 { return arrow.Date32(v.(int32)) }
 
+// checkTSStatistics checks the raw footer statistics of a ts_utc column
+// chunk. iceberg-go's AddFiles copies them into the manifest as the column's
+// lower and upper bounds, which Iceberg engines read as microseconds since
+// the epoch: they must be the first and last quarter-hour start of the day
+// in that unit. Every row group here holds at least one location's whole
+// day, and the day is 2026-03-29, whose local midnight is 23:00 UTC and
+// whose last quarter-hour (of 92, the clocks go forward) starts at 21:45 UTC.
+func checkTSStatistics(t *testing.T, where string, st *xparquet.Statistics) {
+	t.Helper()
+	if day.String() != "2026-03-29" {
+		t.Fatalf("the expected statistics are those of 2026-03-29, the test writes %s", day)
+	}
+	first := time.Date(2026, 3, 28, 23, 0, 0, 0, time.UTC)
+	last := time.Date(2026, 3, 29, 21, 45, 0, 0, time.UTC)
+	if st == nil || len(st.MinValue) != 8 || len(st.MaxValue) != 8 {
+		t.Errorf("%s: ts_utc statistics %+v, want 8-byte min and max values", where, st)
+		return
+	}
+	lo, hi := int64(binary.LittleEndian.Uint64(st.MinValue)), int64(binary.LittleEndian.Uint64(st.MaxValue))
+	if lo != first.UnixMicro() || hi != last.UnixMicro() {
+		t.Errorf("%s: ts_utc statistics %d..%d (%s..%s as microseconds), want %d..%d (%s..%s)", where,
+			lo, hi, time.UnixMicro(lo).UTC().Format(time.RFC3339), time.UnixMicro(hi).UTC().Format(time.RFC3339),
+			first.UnixMicro(), last.UnixMicro(), first.Format(time.RFC3339), last.Format(time.RFC3339))
+	}
+}
+
 func checkDuckDB(t *testing.T, dir string, s lake.Snapshot) {
 	ctx := ctxT(t)
 	duck := laketest.DuckDB(t)
@@ -139,7 +177,10 @@ func checkDuckDB(t *testing.T, dir string, s lake.Snapshot) {
 
 	rs, err := duck.QueryAll(ctx,
 		`select count(*) as n, sum(power_mw) as s, min(typeof(ts_utc)) as ts_type,
-			min(typeof(malo)) as malo_type, epoch_ms(min(ts_utc)) as first_ms, count(distinct malo) as malos
+			min(typeof(malo)) as malo_type, epoch_ms(min(ts_utc)) as first_ms, count(distinct malo) as malos,
+			strftime(timezone('UTC', min(ts_utc)), '%Y-%m-%dT%H:%M:%SZ') as first_utc,
+			strftime(timezone('UTC', max(ts_utc)), '%Y-%m-%dT%H:%M:%SZ') as last_utc,
+			count(*) filter (where ts_utc <> '2026-03-28 23:00:00+00'::timestamptz + qh_index * interval 15 minutes) as off_quarter
 			from read_parquet(`+glob+`)`,
 		`select control_area, sum(power_mw) as s from read_parquet(`+glob+`) group by control_area order by control_area`,
 		`select file_name, row_group_id, min(row_group_num_rows) as n, string_agg(distinct compression, ',') as codecs
@@ -167,6 +208,19 @@ func checkDuckDB(t *testing.T, dir string, s lake.Snapshot) {
 	}
 	if got := num(r, 0, "first_ms"); got != float64(day.Start().UnixMilli()) {
 		t.Errorf("DuckDB min(ts_utc) = %v ms, want local midnight %d", got, day.Start().UnixMilli())
+	}
+	// The instants as DuckDB reads them, in UTC: the day is 2026-03-29, whose
+	// local midnight is 23:00 UTC the day before and whose 92 quarter-hours
+	// (the clocks go forward) end with the one starting at 21:45 UTC; every
+	// row's ts_utc is its qh_index quarter-hours after the first.
+	if got := r.String(0, "first_utc"); got != "2026-03-28T23:00:00Z" {
+		t.Errorf("DuckDB min(ts_utc) = %s, want 2026-03-28T23:00:00Z", got)
+	}
+	if got := r.String(0, "last_utc"); got != "2026-03-29T21:45:00Z" {
+		t.Errorf("DuckDB max(ts_utc) = %s, want 2026-03-29T21:45:00Z", got)
+	}
+	if got := num(r, 0, "off_quarter"); got != 0 {
+		t.Errorf("DuckDB: %v rows whose ts_utc is not the start of their qh_index", got)
 	}
 	if got := num(r, 0, "malos"); got != 37 {
 		t.Errorf("DuckDB count(distinct malo) = %v", got)
