@@ -35,7 +35,7 @@ func BenchmarkAggregateStage(b *testing.B) {
 	ctx := context.Background()
 	env := newChainBench(b, n)
 	db, bucket, dir := env.db, env.bucket, env.dir
-	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir})
+	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir, Catalog: env.cat})
 	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
 	if run, err := r.RunStage(ctx, pipeline.StageForecast, day, "bench"); err != nil || run.Status != pipeline.RunSucceeded {
 		b.Fatalf("forecast stage: %v %+v", err, run)

@@ -3,7 +3,6 @@ package jobs_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -12,48 +11,17 @@ import (
 
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
-	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
-// hookBucket calls a hook, when one is set, before every Put; the hook
-// can hold the Put or fail it.
-type hookBucket struct {
-	objstore.Bucket
-	mu   sync.Mutex
-	hook func(ctx context.Context, key string) error
-}
-
-func (b *hookBucket) set(hook func(ctx context.Context, key string) error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.hook = hook
-}
-
-func (b *hookBucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	b.mu.Lock()
-	hook := b.hook
-	b.mu.Unlock()
-	if hook != nil {
-		if err := hook(ctx, key); err != nil {
-			return err
-		}
-	}
-	return b.Bucket.Put(ctx, key, r, size)
-}
-
-// hooked puts a hookBucket under the lake of the runners made after it.
-func (e *env) hooked() *hookBucket {
-	hb := &hookBucket{Bucket: e.bucket}
-	e.lake = lake.New(hb, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: e.tb.TempDir()})
-	return hb
-}
-
-// isPointer reports whether key is the _latest pointer of the dataset: its
-// Put publishes a stage's snapshot.
-func isPointer(key, dataset string) bool {
-	return strings.HasSuffix(key, "/_latest") && strings.Contains(key, "/"+dataset+"/")
+// hooked puts a catalog whose Publish calls a hook (catalogtest.Hooked)
+// under the lake of the runners made after it.
+func (e *env) hooked() *catalogtest.Hooked {
+	hc := &catalogtest.Hooked{Catalog: e.cat}
+	e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: e.tb.TempDir(), Catalog: hc})
+	return hc
 }
 
 // gate holds the publication of a dataset until it is opened or the
@@ -65,12 +33,12 @@ type gate struct {
 
 func newGate() *gate { return &gate{entered: make(chan string, 8), open: make(chan struct{})} }
 
-func (g *gate) at(dataset string) func(ctx context.Context, key string) error {
-	return func(ctx context.Context, key string) error {
-		if !isPointer(key, dataset) {
+func (g *gate) at(dataset string) func(ctx context.Context, p lake.Publication) error {
+	return func(ctx context.Context, p lake.Publication) error {
+		if p.Dataset != dataset {
 			return nil
 		}
-		g.entered <- key
+		g.entered <- p.Dataset
 		select {
 		case <-g.open:
 			return nil
@@ -86,7 +54,7 @@ func (e *env) gateForecast(t *testing.T) *gate {
 	t.Helper()
 	e.seed(t, "p1", 10)
 	g := newGate()
-	e.hooked().set(g.at(pipeline.DatasetForecastMalo))
+	e.hooked().Set(g.at(pipeline.DatasetForecastMalo))
 	return g
 }
 
@@ -108,10 +76,10 @@ func startBusy(t *testing.T, r *jobs.Runner, g *gate, next pipeline.Stage) (work
 }
 
 // failAt fails the publication of the datasets.
-func failAt(datasets ...string) func(ctx context.Context, key string) error {
-	return func(_ context.Context, key string) error {
+func failAt(datasets ...string) func(ctx context.Context, p lake.Publication) error {
+	return func(_ context.Context, p lake.Publication) error {
 		for _, d := range datasets {
-			if isPointer(key, d) {
+			if p.Dataset == d {
 				return errCrash
 			}
 		}
@@ -326,12 +294,12 @@ func TestRetry(t *testing.T) {
 		}
 
 		// A failed stage of its own: a new run of the stage and day.
-		hb.set(failAt(pipeline.DatasetForecastMalo))
+		hb.Set(failAt(pipeline.DatasetForecastMalo))
 		failed, err := r.RunStage(ctx, pipeline.StageForecast, day, "cron")
 		if err == nil || failed.Status != pipeline.RunFailed {
 			t.Fatalf("failing forecast = %+v, %v", failed, err)
 		}
-		hb.set(nil)
+		hb.Set(nil)
 		keyed := api
 		keyed.IdempotencyKey, keyed.RequestHash = "k-forecast", "h"
 		retry, created, err := r.Retry(ctx, failed.ID, keyed)
@@ -353,18 +321,18 @@ func TestRetry(t *testing.T) {
 		// A chain whose aggregate failed once and then succeeded, and whose
 		// open position failed for good.
 		failedOnce := false
-		hb.set(func(ctx context.Context, key string) error {
-			if isPointer(key, pipeline.DatasetPositionControlArea) && !failedOnce {
+		hb.Set(func(ctx context.Context, p lake.Publication) error {
+			if p.Dataset == pipeline.DatasetPositionControlArea && !failedOnce {
 				failedOnce = true
 				return errCrash
 			}
-			return failAt(pipeline.DatasetOpenPosition)(ctx, key)
+			return failAt(pipeline.DatasetOpenPosition)(ctx, p)
 		})
 		chain, err := r.Orchestrate(ctx, day, "cron")
 		if err == nil || chain.Status != pipeline.RunFailed {
 			t.Fatalf("failing chain = %+v, %v", chain, err)
 		}
-		hb.set(nil)
+		hb.Set(nil)
 		first := chainStages(t, e.db, chain.ID)
 		want := []pipeline.Stage{pipeline.StageForecast, pipeline.StageAggregate, pipeline.StageAggregate, pipeline.StageOpenPosition, pipeline.StageOpenPosition}
 		if !slices.Equal(stagesOf(first), want) || first[1].Status != pipeline.RunFailed || first[2].Status != pipeline.RunSucceeded {
@@ -511,7 +479,7 @@ func TestRunLogLines(t *testing.T) {
 		logged := &captured{level: slog.LevelWarn}
 		r := e.runner(func(c *jobs.Config) { c.Attempts = 2; c.Logger = slog.New(logged) })
 
-		hb.set(failAt(pipeline.DatasetForecastMalo))
+		hb.Set(failAt(pipeline.DatasetForecastMalo))
 		failed, err := r.RunStage(ctx, pipeline.StageForecast, day, "cli")
 		if err == nil {
 			t.Fatal("forecast did not fail")
@@ -532,7 +500,7 @@ func TestRunLogLines(t *testing.T) {
 		}
 
 		// A chain whose open position fails on both attempts.
-		hb.set(failAt(pipeline.DatasetOpenPosition))
+		hb.Set(failAt(pipeline.DatasetOpenPosition))
 		chain, err := r.Orchestrate(ctx, day, "cli")
 		if err == nil {
 			t.Fatal("chain did not fail")

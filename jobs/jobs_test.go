@@ -20,6 +20,8 @@ import (
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
+	"github.com/schedbridge/schedbridge/storage/catalog"
+	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/objstore/objtest"
@@ -59,6 +61,7 @@ type env struct {
 	tb     testing.TB
 	db     *sqldb.DB
 	bucket objstore.Bucket
+	cat    *catalog.Catalog
 	lake   *lake.Lake
 	clock  *clock
 	alloc  *memory.CheckedAllocator
@@ -100,7 +103,8 @@ func newEnv(t testing.TB, c combo) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir()})
+	e.cat = catalogtest.Open(t, e.db, e.bucket)
+	e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir(), Catalog: e.cat})
 	return e
 }
 
@@ -365,24 +369,17 @@ func equalPositions(a, b []pipeline.PositionRow) bool {
 	return true
 }
 
-// failingBucket fails the Put of lake pointers while armed: the crash
-// between writing a snapshot's Parquet files and publishing it.
-type failingBucket struct {
-	objstore.Bucket
-	mu    sync.Mutex
-	armed bool
-}
-
 var errCrash = errors.New("simulated crash before publish")
 
-func (b *failingBucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	b.mu.Lock()
-	armed := b.armed
-	b.mu.Unlock()
-	if armed && strings.HasSuffix(key, "/_latest") {
-		return errCrash
+// crashPublish makes the catalog's Publish fail while armed: the crash
+// between moving a snapshot's Parquet files to their final keys and
+// publishing them.
+func crashPublish(c *catalogtest.Hooked, armed bool) {
+	if !armed {
+		c.Set(nil)
+		return
 	}
-	return b.Bucket.Put(ctx, key, r, size)
+	c.Set(func(context.Context, lake.Publication) error { return errCrash })
 }
 
 // TestCrashBeforePublish: a run whose snapshot is written but not published
@@ -391,14 +388,14 @@ func TestCrashBeforePublish(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		e.seed(t, "p1", 20)
-		fb := &failingBucket{Bucket: e.bucket}
-		e.lake = lake.New(fb, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir()})
+		fc := &catalogtest.Hooked{Catalog: e.cat}
+		e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir(), Catalog: fc})
 		r := e.runner()
 		first, err := r.RunStage(ctx, pipeline.StageForecast, day, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
-		fb.armed = true
+		crashPublish(fc, true)
 		crashed, err := r.RunStage(ctx, pipeline.StageForecast, day, "test")
 		if err == nil || crashed.Status != pipeline.RunFailed {
 			t.Fatalf("crashed run: %+v, %v", crashed, err)
@@ -407,7 +404,7 @@ func TestCrashBeforePublish(t *testing.T) {
 		if err != nil || snap.RunID != first.ID {
 			t.Fatalf("after the crash latest = run %d (%v), want %d", snap.RunID, err, first.ID)
 		}
-		fb.armed = false
+		crashPublish(fc, false)
 		next, err := r.RunStage(ctx, pipeline.StageForecast, day, "test")
 		if err != nil {
 			t.Fatal(err)
@@ -426,8 +423,9 @@ func TestRetryAndStop(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		e.seed(t, "p1", 10)
-		fb := &failingBucket{Bucket: e.bucket, armed: true}
-		e.lake = lake.New(fb, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir()})
+		fc := &catalogtest.Hooked{Catalog: e.cat}
+		crashPublish(fc, true)
+		e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir(), Catalog: fc})
 		r := e.runner(func(c *jobs.Config) { c.Attempts = 3 })
 		chain, err := r.Orchestrate(ctx, day, "test")
 		if err == nil || chain.Status != pipeline.RunFailed {
@@ -452,7 +450,7 @@ func TestRetryAndStop(t *testing.T) {
 
 		// A portfolio without a balancing group cannot be scheduled: the
 		// chain stops at schedules on the first attempt.
-		fb.armed = false
+		crashPublish(fc, false)
 		e.sleeps = nil
 		p := pipeline.Portfolio{ID: "p2", Name: "No BG", ControlAreas: []pipeline.ControlArea{pipeline.TenneT}}
 		if _, err := e.db.PutPortfolio(ctx, p, t0); err != nil {

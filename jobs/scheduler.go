@@ -37,7 +37,8 @@ var DefaultSpecs = map[pipeline.Stage]string{
 // delivery day and the kalkulation for past days.
 var cronStages = pipeline.AllStages
 
-// Sweeper removes lake objects that no pointer names any more (storage/lake).
+// Sweeper expires the lake's old table snapshots and removes the objects
+// that no remaining snapshot references (storage/lake).
 type Sweeper interface {
 	Sweep(ctx context.Context, olderThan time.Duration) (int, error)
 }
@@ -45,8 +46,8 @@ type Sweeper interface {
 // SchedulerConfig tunes the scheduler.
 type SchedulerConfig struct {
 	// Sweeper, when set, is run daily at SweepSpec (default 03:15) and
-	// removes temporary and replaced snapshots older than SweepAge (default
-	// 7 days, so analysts can still compare recent runs).
+	// expires snapshots older than SweepAge (DefaultSweepAge, so analysts
+	// can still compare recent runs), removing what only they referenced.
 	Sweeper   Sweeper
 	SweepSpec string
 	SweepAge  time.Duration
@@ -86,6 +87,10 @@ const (
 	DefaultLeaderPoll = 15 * time.Second
 	DefaultCatchUp    = time.Hour
 )
+
+// DefaultSweepAge is how long the lake keeps a replaced snapshot by default:
+// a week, so that analysts can compare the runs of recent days.
+const DefaultSweepAge = 7 * 24 * time.Hour
 
 // Scheduler fires the stages on cron for the next delivery day.
 type Scheduler struct {
@@ -139,7 +144,7 @@ func NewScheduler(r *Runner, leader Leader, cfg SchedulerConfig) (*Scheduler, er
 		cfg.SweepSpec = "15 3 * * *"
 	}
 	if cfg.SweepAge <= 0 {
-		cfg.SweepAge = 7 * 24 * time.Hour
+		cfg.SweepAge = DefaultSweepAge
 	}
 	if _, err := cronParser.Parse(cfg.SweepSpec); err != nil {
 		return nil, pipeline.Errorf(pipeline.Invalid, "cron spec of the lake sweep %q: %v", cfg.SweepSpec, err)

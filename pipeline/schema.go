@@ -40,6 +40,24 @@ const (
 	DatasetKalkulation         = "kalkulation"
 )
 
+// StageOfDataset is the stage that publishes a lake dataset, or "" for a
+// name that is not one of the datasets above.
+func StageOfDataset(dataset string) Stage {
+	switch dataset {
+	case DatasetForecastMalo:
+		return StageForecast
+	case DatasetPositionControlArea:
+		return StageAggregate
+	case DatasetOpenPosition:
+		return StageOpenPosition
+	case DatasetSchedule:
+		return StageSchedules
+	case DatasetKalkulation:
+		return StageKalkulation
+	}
+	return ""
+}
+
 // Forecast sources: where the series of a market location came from.
 const (
 	SourceDSOProfile  = "dso_profile"  // the DSO's rolled-out profile (POST /v1/profiles)

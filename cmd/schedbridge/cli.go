@@ -96,6 +96,12 @@ func commandTree() *command {
 			summary: "run one stage (or the whole chain) now, with progress",
 			about:   "The default day is tomorrow in Europe/Berlin, yesterday for kalkulation. The run's outputs go to stdout as JSON; the exit code is 1 when the run failed.",
 			define:  cmdRun},
+		{name: "lake", summary: "the Parquet lake and its Iceberg tables (see docs/lake.md)", subs: []*command{
+			{name: "files", args: "forecast_malo|position_control_area|open_position|schedule|kalkulation [--day YYYY-MM-DD] [--sql]",
+				summary: "list the data files of the day's current run, for readers without an Iceberg client",
+				about:   "The files come from the table's current snapshot in the catalog; a glob over the day's folder would also find replaced runs.",
+				define:  cmdLakeFiles},
+		}},
 		{name: "prices", summary: "market prices", subs: []*command{
 			{name: "import", args: "spot|rebap FILE", summary: "import SMARD JSON spot prices or a netztransparenz reBAP CSV", define: cmdPricesImport},
 		}},

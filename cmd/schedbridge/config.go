@@ -139,7 +139,7 @@ func defaultConfig() Config {
 		LogFormat:       "json",
 		S3:              S3Config{Bucket: "schedbridge"},
 		Inbox:           InboxConfig{Enabled: true, Interval: 30 * time.Second, Lease: 2 * time.Minute, MaxFileBytes: 8 << 30, MaxAttempts: 5},
-		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd", RunHeartbeat: jobs.DefaultHeartbeat, RunStaleAfter: jobs.DefaultStaleAfter, LeaderPoll: jobs.DefaultLeaderPoll},
+		Pipeline:        PipelineConfig{Scheduler: true, Attempts: 3, Backoff: 30 * time.Second, HistoryWeeks: 8, Compression: "zstd", RunHeartbeat: jobs.DefaultHeartbeat, RunStaleAfter: jobs.DefaultStaleAfter, LeaderPoll: jobs.DefaultLeaderPoll, LakeRetention: jobs.DefaultSweepAge},
 		Mako:            MakoConfig{Sync: true, Interval: 5 * time.Minute, Self: MakoSelf{PartinProcessID: "37000"}, IMAP: IMAPConfig{Security: "tls"}},
 		Environment:     "production",
 		Portal: PortalConfig{Enabled: true, SessionIdle: 30 * time.Minute, SessionAbsolute: 12 * time.Hour,
@@ -196,6 +196,7 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_RUN_HEARTBEAT", "pipeline.run_heartbeat"},
 	{"SCHEDBRIDGE_RUN_STALE_AFTER", "pipeline.run_stale_after"},
 	{"SCHEDBRIDGE_LEADER_POLL", "pipeline.leader_poll"},
+	{"SCHEDBRIDGE_LAKE_RETENTION", "pipeline.lake_retention"},
 	{"SCHEDBRIDGE_MAKO_SYNC", "mako.sync"},
 	{"SCHEDBRIDGE_MAKO_INTERVAL", "mako.interval"},
 	{"SCHEDBRIDGE_MAKO_MP_ID", "mako.self.mp_id"},
@@ -373,6 +374,12 @@ func (pc PipelineConfig) check() error {
 		// but whose refresh was merely late.
 		return fmt.Errorf("pipeline: %s and %s must be positive and %s at least twice the heartbeat (got %s and %s), or live runs are failed",
 			keyName("pipeline.run_heartbeat"), keyName("pipeline.leader_poll"), keyName("pipeline.run_stale_after"), pc.RunHeartbeat, pc.RunStaleAfter)
+	}
+	if pc.LakeRetention < time.Hour {
+		// The sweep removes unpublished run files older than the retention;
+		// a shorter one could remove the parts of a run still being written.
+		return fmt.Errorf("%s %s: want at least 1h, or the sweep may remove the files of runs still being written",
+			keyName("pipeline.lake_retention"), pc.LakeRetention)
 	}
 	if _, err := pc.stageSpecs(); err != nil {
 		return err

@@ -101,12 +101,6 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 	if err != nil {
 		return fmt.Errorf("demo chain (run %d): %w", run.ID, err)
 	}
-	// The DuckDB line names the forecast run of this chain: the day's folder
-	// also holds earlier runs, which a glob over all of them would count twice.
-	forecastRun := int64(0)
-	if runs, err := db.Runs(ctx, pipeline.RunQuery{ParentID: &run.ID, Stage: pipeline.StageForecast, Limit: 1}); err == nil && len(runs) > 0 {
-		forecastRun = runs[0].ID
-	}
 	key, err := demoKey(ctx, db, now)
 	if err != nil {
 		return err
@@ -120,8 +114,8 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 Demo portfolio %q: chain run %d for %s finished in %.1f s.
 
 Schedules (ESS 2.3, one per control area):  %s
-Parquet lake (hive-partitioned):             %s/<dataset>/delivery_day=%s/run=<id>/
-  the _latest file beside the run folders names the last complete run.
+Parquet lake as Apache Iceberg tables:       %s/<dataset>/ (docs/lake.md)
+  catalog schedbridge, namespace schedbridge, in the service's database.
 
 Start the API:   make run      (or ./bin/schedbridge serve)
 A process key (shown once, stored hashed):
@@ -133,11 +127,13 @@ Then:
   curl -s -H "X-API-Key: $KEY" '%s/v1/process/runs/%d'
   curl -s -H "X-API-Key: $KEY" '%s/v1/console/events?day=%s'
 
-Query the lake with DuckDB (npm install @duckdb/node-api, or any duckdb):
-  duckdb -c "select control_area, round(sum(power_mw)/4, 1) as mwh from '%s/forecast_malo/delivery_day=%s/run=%d/*.parquet' group by 1"
+Query the day's current run with DuckDB (the catalog lists its files, so a
+re-run never counts twice):
+  duckdb -c "select control_area, round(sum(power_mw)/4, 1) as mwh from read_parquet($(./bin/schedbridge lake files forecast_malo --day %s --sql)) group by 1"
+Spark, Trino and PyIceberg open the tables through the catalog: docs/lake.md.
 `, p.ID, run.ID, day, run.FinishedAt.Sub(run.StartedAt).Seconds(),
-		filepath.Join(a.cfg.DataDir, "bucket", jobs.OutboxPrefix), lakeDir, day,
-		key, base, day, base, day, base, day, base, run.ID, base, day, lakeDir, day, forecastRun)
+		filepath.Join(a.cfg.DataDir, "bucket", jobs.OutboxPrefix), lakeDir,
+		key, base, day, base, day, base, day, base, run.ID, base, day, day)
 	return nil
 }
 

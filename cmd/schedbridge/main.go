@@ -308,7 +308,7 @@ func (a *app) serve(ctx context.Context) error {
 			close(schedDone)
 			return err
 		}
-		sched, err := jobs.NewScheduler(runner, db, jobs.SchedulerConfig{Specs: specs, Now: a.now, Sweeper: lk,
+		sched, err := jobs.NewScheduler(runner, db, jobs.SchedulerConfig{Specs: specs, Now: a.now, Sweeper: lk, SweepAge: a.cfg.Pipeline.LakeRetention,
 			LeaderPoll: a.cfg.Pipeline.LeaderPoll, StaleAfter: a.cfg.Pipeline.RunStaleAfter})
 		if err == nil {
 			err = sched.Register(reg)

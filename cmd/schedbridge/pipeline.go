@@ -12,6 +12,7 @@ import (
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/calendar"
+	"github.com/schedbridge/schedbridge/storage/catalog"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -46,6 +47,12 @@ type PipelineConfig struct {
 	// LeaderPoll is how often a replica that is not the scheduler's leader
 	// tries to become it: the bound of a takeover after the leader died.
 	LeaderPoll time.Duration `yaml:"leader_poll"`
+	// LakeRetention is how long the lake's Iceberg tables keep a replaced
+	// snapshot (time travel, and readers that planned their scan before
+	// it was replaced): the daily sweep expires older snapshots, keeping
+	// each table's current one, and removes the files only they referenced,
+	// and unpublished run files older than this.
+	LakeRetention time.Duration `yaml:"lake_retention"`
 }
 
 // The conversions below turn the configuration's maps into the runner's
@@ -141,8 +148,12 @@ func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Reg
 		return nil, nil, err
 	}
 	cfg.Progress = progress
+	cat, err := a.openCatalog(db, bucket)
+	if err != nil {
+		return nil, nil, err
+	}
 	lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
-		SpoolDir: filepath.Join(a.cfg.DataDir, "tmp")})
+		SpoolDir: filepath.Join(a.cfg.DataDir, "tmp"), Catalog: cat})
 	r := jobs.New(db, lk, bucket, cfg)
 	if reg != nil {
 		if err := r.Register(reg); err != nil {
@@ -150,6 +161,18 @@ func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Reg
 		}
 	}
 	return r, lk, nil
+}
+
+// openCatalog opens the lake's Iceberg catalog in the service's database,
+// with the bucket as its warehouse. The catalog is shared by the runners of
+// a process and lives as long as the database.
+func (a *app) openCatalog(db *sqldb.DB, bucket objstore.Bucket) (*catalog.Catalog, error) {
+	w, props, err := catalog.Warehouse(bucket)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Open(context.Background(), catalog.Config{DB: db.SQL(), Postgres: db.Dialect() == sqldb.Postgres,
+		Warehouse: w, IO: props})
 }
 
 // deliveryDay is the --day flag's day, or tomorrow in Europe/Berlin when

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
@@ -35,9 +38,48 @@ func TestDemoAndRun(t *testing.T) {
 			if len(files) != 2 {
 				t.Fatalf("schedule files %v", files)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "bucket", "lake", "forecast_malo", "delivery_day=2026-03-29", "_latest")); err != nil {
-				t.Fatal(err)
+			// The demo's DuckDB line reads the files that `lake files` lists:
+			// the current run's, so that a re-run of the stage replaces them
+			// instead of adding to them.
+			if !strings.Contains(out, "lake files forecast_malo --day 2026-03-29 --sql") || strings.Contains(out, "run=") {
+				t.Errorf("demo's DuckDB line does not read the current files, or pins a run:\n%s", out)
 			}
+			current := func() (string, float64) {
+				t.Helper()
+				stdout, _ := in.cli(0, "lake", "files", "forecast_malo", "--day", "2026-03-29")
+				paths := strings.Fields(stdout)
+				runs := map[string]bool{}
+				for _, p := range paths {
+					if _, err := os.Stat(p); err != nil || !strings.HasPrefix(p, filepath.Join(dir, "bucket", "lake", "forecast_malo", "delivery_day=2026-03-29")+"/run=") {
+						t.Fatalf("lake files lists %s: %v", p, err)
+					}
+					runs[filepath.Base(filepath.Dir(p))] = true
+				}
+				if len(paths) == 0 || len(runs) != 1 {
+					t.Fatalf("lake files: %q, want the files of one run", stdout)
+				}
+				list, _ := in.cli(0, "lake", "files", "forecast_malo", "--day", "2026-03-29", "--sql")
+				r, err := laketest.DuckDB(t).Query(context.Background(), "select sum(power_mw) / 4 as mwh from read_parquet("+strings.TrimSpace(list)+")")
+				if err != nil {
+					t.Fatal(err)
+				}
+				mwh, err := r.Float(0, "mwh")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for run := range runs {
+					return run, mwh
+				}
+				return "", 0
+			}
+			firstRun, firstMWh := current()
+			in.cli(0, "run", "forecast", "--day", "2026-03-29")
+			secondRun, secondMWh := current()
+			if secondRun == firstRun || math.Abs(secondMWh-firstMWh) > 1e-6*math.Abs(firstMWh) || firstMWh == 0 {
+				t.Errorf("after a re-run of the forecast: %s with %v MWh, before %s with %v MWh; want a new run with the same energy",
+					secondRun, secondMWh, firstRun, firstMWh)
+			}
+			in.cli(2, "lake", "files", "nonsense")
 
 			// The same stage again: a new run, the same schedule version.
 			stdout, stderr := in.cli(0, "run", "schedules", "--day", "2026-03-29")

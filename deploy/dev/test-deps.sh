@@ -144,6 +144,14 @@ OPENAPI_NODE_PACKAGES="@redocly/cli@2.77.0 @apidevtools/swagger-parser@13.0.0 op
 # shellcheck disable=SC2086
 npm_install_pinned $OPENAPI_NODE_PACKAGES
 
+# The Iceberg tests (storage/lake/laketest): npm avsc reads the tables'
+# manifest lists and manifests (Avro, deflate-coded), so that the tests check
+# the live files of a snapshot with a reader other than iceberg-go. Pinned;
+# keep the version in sync with laketest.AvscVersion.
+LAKE_NODE_PACKAGES="avsc@5.7.9"
+# shellcheck disable=SC2086
+npm_install_pinned $LAKE_NODE_PACKAGES
+
 # The image test (deploy/image_test.go): Debian's buildah builds the FROM
 # scratch image, and podman runs it with Debian's runc (crun, podman's
 # default, fails on hybrid cgroup hierarchies; see docs/operations.md).

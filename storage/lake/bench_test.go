@@ -18,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/objstore"
@@ -49,7 +50,7 @@ func BenchmarkForecastMalo(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		l := lake.New(bucket, lake.Options{})
+		l := lake.New(bucket, lake.Options{Catalog: catalogtest.OpenSQLite(b, bucket)})
 		runtime.GC()
 		resetPeakRSS()
 		stop := sampleHeap(&peakHeap)

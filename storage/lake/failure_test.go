@@ -3,6 +3,7 @@ package lake_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 )
@@ -72,29 +74,43 @@ func (f *faultyBucket) arm(put func(string) bool, move func(int) bool) {
 	f.failPut, f.failMove, f.moves = put, move, 0
 }
 
+// failPublish makes the catalog's Publish fail (or succeed again): the
+// stand-in for a process that died between moving its parts and the
+// catalog's commit.
+func failPublish(c *catalogtest.Hooked, fail bool) {
+	if !fail {
+		c.Set(nil)
+		return
+	}
+	c.Set(func(context.Context, lake.Publication) error { return errInjected })
+}
+
 func testCrash(t *testing.T, b objstore.Bucket) {
 	cases := []struct {
-		name  string
-		put   func(string) bool // Puts that fail
-		move  func(int) bool    // Moves that fail
-		abort bool              // give up before Commit, without a fault
+		name    string
+		put     func(string) bool // Puts that fail
+		move    func(int) bool    // Moves that fail
+		publish bool              // the catalog's commit fails
+		abort   bool              // give up before Commit, without a fault
 		// what the crash leaves: finished temporary parts, moved parts
 		tmp, run bool
 	}{
 		{name: "aborted while writing", abort: true, tmp: true},
 		{name: "part upload fails", put: func(k string) bool { return strings.Contains(k, "/_tmp/") }},
 		{name: "second move fails", move: func(n int) bool { return n == 2 }, tmp: true, run: true},
-		{name: "pointer not written", put: func(k string) bool { return strings.HasSuffix(k, "/_latest") }, run: true},
+		{name: "catalog commit fails", publish: true, run: true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			f := &faultyBucket{Bucket: b}
-			l, _ := newLake(t, f, lake.Options{RowGroupRows: 500, PartRows: 1000})
+			cat := &catalogtest.Hooked{Catalog: catalogFor(t, b)}
+			l, _ := newLake(t, f, lake.Options{RowGroupRows: 500, PartRows: 1000, Catalog: cat})
 			d := day.AddDays(i) // each case has a day of its own in the shared bucket
 			first := writeDay(t, l, d, 1, 10)
 
 			f.arm(tc.put, tc.move)
+			failPublish(cat, tc.publish)
 			w, err := l.Create(ctx, fm, d, 2, pipeline.ForecastMaloSchema)
 			if err != nil {
 				t.Fatal(err)
@@ -108,6 +124,7 @@ func testCrash(t *testing.T, b objstore.Bucket) {
 				t.Fatalf("crashed run: %v", err)
 			}
 			f.arm(nil, nil)
+			failPublish(cat, false)
 
 			got, err := l.Latest(ctx, fm, d)
 			if err != nil || !snapEqual(got, first) {
@@ -249,8 +266,9 @@ func testConflict(t *testing.T, b objstore.Bucket) {
 
 func testSweep(t *testing.T, b objstore.Bucket) {
 	ctx := ctxT(t)
-	// The store stamps objects with its own clock; the lake's clock is set
-	// relative to that stamp so that ages are exact.
+	// The store stamps objects with the machine's clock, and iceberg-go
+	// expires snapshots by it; the lake's clock is set relative to a stamp
+	// so that the ages of files are exact.
 	if err := b.Put(ctx, "probe", strings.NewReader("x"), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -263,16 +281,15 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 		t.Fatal(err)
 	}
 
-	f := &faultyBucket{Bucket: b}
-	l, clk := newLake(t, f, lake.Options{})
+	cat := &catalogtest.Hooked{Catalog: catalogFor(t, b)}
+	l, clk := newLake(t, b, lake.Options{Catalog: cat})
 	clk.Set(base)
-	writeDay(t, l, day, 1, 5)
+	first := writeDay(t, l, day, 1, 5)
 	clk.Set(base.Add(90 * time.Minute))
 	second := writeDay(t, l, day, 2, 6)
-	failPointer := func(k string) bool { return strings.HasSuffix(k, "/_latest") }
 	crash := func(d pipeline.Day, runID int64) {
-		f.arm(failPointer, nil)
-		defer f.arm(nil, nil)
+		failPublish(cat, true)
+		defer failPublish(cat, false)
 		w, err := l.Create(ctx, fm, d, runID, pipeline.ForecastMaloSchema)
 		if err != nil {
 			t.Fatal(err)
@@ -287,6 +304,13 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 	}
 	crash(day, 3)
 	crash(day.AddDays(1), 10) // a day without any published run
+	// The files of an unpublished run are not current.
+	if got, err := l.Latest(ctx, fm, day); err != nil || !snapEqual(got, second) {
+		t.Fatalf("Latest after run 3 crashed = %+v, %v; want run 2", got, err)
+	}
+	if got, err := l.Latest(ctx, fm, day.AddDays(1)); pipeline.KindOf(err) != pipeline.NotFound {
+		t.Fatalf("Latest of a day with only a crashed run = %+v, %v; want NotFound", got, err)
+	}
 	// An aborted run leaves two finished temporary parts.
 	parted, _ := newLake(t, b, lake.Options{PartRows: 2 * 92})
 	w, err := parted.Create(ctx, fm, day, 4, pipeline.ForecastMaloSchema)
@@ -306,35 +330,199 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 	if tmp := listKeys(t, b, "lake/_tmp/"); len(tmp) != 2 {
 		t.Fatalf("temporary objects %v, want the aborted run's two parts", tmp)
 	}
+	run1 := "lake/forecast_malo/delivery_day=2026-03-29/run=1/"
 
 	steps := []struct {
 		now     time.Duration // after base
+		age     time.Duration
 		removed int
+		run1    bool // run 1's files are still there
 	}{
-		{30 * time.Minute, 0}, // everything younger than an hour
-		{2 * time.Hour, 4},    // 2 temporary parts, run 3, run 10; run 1 was replaced only 30 minutes ago
-		{3 * time.Hour, 1},    // run 1
-		{4 * time.Hour, 0},
+		// Everything younger than an hour stays.
+		{30 * time.Minute, time.Hour, 0, true},
+		// The 2 temporary parts, run 3 and run 10 go. Run 1's files are
+		// older than the age by the lake's clock, but the snapshot that
+		// published run 1 is not older than an hour by the machine's
+		// clock: it is kept, and with it run 1's files.
+		{2 * time.Hour, time.Hour, 4, true},
+		// Age 0 expires every snapshot but the current one; iceberg-go
+		// deletes run 1's files with the expired snapshot, so the sweep
+		// itself has nothing left to remove.
+		{2 * time.Hour, 0, 0, false},
+		{4 * time.Hour, time.Hour, 0, false},
 	}
 	for _, st := range steps {
 		clk.Set(base.Add(st.now))
-		n, err := l.Sweep(ctx, time.Hour)
+		n, err := l.Sweep(ctx, st.age)
 		if err != nil || n != st.removed {
-			t.Fatalf("Sweep at base+%s removed %d, %v; want %d", st.now, n, err, st.removed)
+			t.Fatalf("Sweep(%s) at base+%s removed %d, %v; want %d", st.age, st.now, n, err, st.removed)
+		}
+		if keys := listKeys(t, b, run1); st.run1 != slices.Equal(keys, fileKeys(first)) || !st.run1 && len(keys) > 0 {
+			t.Errorf("after Sweep(%s) at base+%s run 1 holds %v; kept = %v", st.age, st.now, keys, st.run1)
+		} else if st.run1 {
+			// A replaced run stays readable until its snapshot expires.
+			if rows := countRows(t, l, first); rows != 5*92 {
+				t.Errorf("run 1 read %d rows after the sweep, want %d", rows, 5*92)
+			}
+		}
+		if got, err := l.Latest(ctx, fm, day); err != nil || !snapEqual(got, second) || countRows(t, l, got) != 6*92 {
+			t.Errorf("Latest after Sweep(%s) at base+%s = %+v, %v", st.age, st.now, got, err)
 		}
 	}
-	want := append([]string{"lake/README.txt", "lake/forecast_malo/delivery_day=2026-03-29/_latest"}, fileKeys(second)...)
+	// What is left: the current run's files, the objects that are not the
+	// lake's and the table's metadata, which is the catalog's.
+	want := append([]string{"lake/README.txt"}, fileKeys(second)...)
 	want = append(want, "lake/forecast_malo/notes.txt")
 	slices.Sort(want)
-	if got := listKeys(t, b, "lake/"); !slices.Equal(got, want) {
+	var got []string
+	for _, k := range listKeys(t, b, "lake/") {
+		if !strings.HasPrefix(k, "lake/forecast_malo/metadata/") {
+			got = append(got, k)
+		}
+	}
+	if !slices.Equal(got, want) {
 		t.Errorf("after the sweeps the lake holds\n%v\nwant\n%v", got, want)
 	}
-	if got, err := l.Latest(ctx, fm, day); err != nil || !snapEqual(got, second) || countRows(t, l, got) != 6*92 {
-		t.Errorf("Latest after the sweeps = %+v, %v", got, err)
+	tbl, err := cat.LoadTable(ctx, fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tbl.Metadata().Snapshots()); n != 1 {
+		t.Errorf("after the sweeps the table has %d snapshots, want the current one", n)
 	}
 	if _, err := l.Sweep(ctx, -time.Second); pipeline.KindOf(err) != pipeline.Invalid {
 		t.Errorf("Sweep with a negative age: %v", err)
 	}
+}
+
+// testImportPointers: runs that the lake published with _latest pointers,
+// before it had a catalog, are published in the catalog by ImportPointers
+// (which Sweep calls first) and their files are kept; the pointers go.
+func testImportPointers(t *testing.T, b objstore.Bucket) {
+	ctx := ctxT(t)
+	cat := &catalogtest.Hooked{Catalog: catalogFor(t, b)}
+	l, _ := newLake(t, b, lake.Options{PartRows: 2 * 92, Catalog: cat})
+	// legacy writes a run's files to their final keys, as the old writer
+	// did, and the pointer that named them; the commit fails at the
+	// catalog, which the old writer did not have.
+	legacy := func(d pipeline.Day, runID int64, locs int) lake.Snapshot {
+		t.Helper()
+		failPublish(cat, true)
+		defer failPublish(cat, false)
+		w, err := l.Create(ctx, fm, d, runID, pipeline.ForecastMaloSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		if err := writeDayLocs(w, d, 0, locs); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Commit(ctx); !errors.Is(err, errInjected) {
+			t.Fatalf("commit of legacy run %d: %v", runID, err)
+		}
+		s := lake.Snapshot{Dataset: fm, Day: d, RunID: runID, Rows: int64(locs * d.Intervals())}
+		var files []string
+		for i, k := range listKeys(t, b, fmt.Sprintf("lake/forecast_malo/delivery_day=%s/run=%d/", d, runID)) {
+			info, err := b.Stat(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := min(int64(2*d.Intervals()), s.Rows-int64(2*i*d.Intervals()))
+			s.Files = append(s.Files, lake.FileInfo{Key: k, Rows: rows, Bytes: info.Size})
+			files = append(files, fmt.Sprintf(`{"key":%q,"rows":%d,"bytes":%d}`, k, rows, info.Size))
+		}
+		pointer := fmt.Sprintf(`{"dataset":"forecast_malo","delivery_day":%q,"run_id":%d,"files":[%s],"rows":%d,"written_at":"2026-03-28T09:00:00Z"}`,
+			d.String(), runID, strings.Join(files, ","), s.Rows)
+		if err := b.Put(ctx, pointerKey(d), strings.NewReader(pointer), int64(len(pointer))); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// A day that only a pointer publishes, in two parts.
+	old := legacy(day, 3, 3)
+	if len(old.Files) != 2 {
+		t.Fatalf("legacy run %+v, want 2 parts", old)
+	}
+	// A day whose pointer names a run older than the catalog's.
+	other := day.AddDays(1)
+	stale := legacy(other, 4, 1)
+	newer := writeDay(t, l, other, 5, 2)
+	for _, d := range []pipeline.Day{day, other} {
+		if !exists(t, b, pointerKey(d)) {
+			t.Fatalf("no pointer for %s", d)
+		}
+	}
+	// The catalog alone says what is current: the pointer is not read.
+	if got, err := l.Latest(ctx, fm, day); pipeline.KindOf(err) != pipeline.NotFound {
+		t.Fatalf("Latest of a day that only a pointer names = %+v, %v; want NotFound before the import", got, err)
+	}
+
+	if _, err := l.Sweep(ctx, time.Hour); err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if got, err := l.Latest(ctx, fm, day); err != nil || !snapEqual(got, old) {
+		t.Fatalf("Latest after the import = %+v, %v; want the pointer's run %+v", got, err, old)
+	}
+	if rows := countRows(t, l, old); rows != old.Rows {
+		t.Errorf("imported run read %d rows, want %d", rows, old.Rows)
+	}
+	if got, err := l.Latest(ctx, fm, other); err != nil || !snapEqual(got, newer) {
+		t.Errorf("Latest of %s after the import = %+v, %v; want the catalog's run 5", other, got, err)
+	}
+	for _, d := range []pipeline.Day{day, other} {
+		if exists(t, b, pointerKey(d)) {
+			t.Errorf("the pointer of %s is still there after the import", d)
+		}
+	}
+	for _, f := range append(fileKeys(old), fileKeys(stale)...) {
+		if !exists(t, b, f) {
+			t.Errorf("the import removed %s, which is younger than the sweep's age", f)
+		}
+	}
+	if n, err := l.ImportPointers(ctx); err != nil || n != 0 {
+		t.Errorf("second import published %d runs, %v; want none", n, err)
+	}
+	// A newer run replaces the imported one as any run does.
+	if s := writeDay(t, l, day, 6, 1); s.RunID != 6 {
+		t.Fatalf("run after the import: %+v", s)
+	}
+	if got, err := l.Latest(ctx, fm, day); err != nil || got.RunID != 6 {
+		t.Errorf("Latest after run 6 = %+v, %v", got, err)
+	}
+
+	// A damaged pointer stops the import, and the sweep, with an error, and
+	// stays for a person to look at: its run is not silently dropped.
+	d := day.AddDays(40)
+	if err := b.Put(ctx, pointerKey(d), strings.NewReader("{not json"), 9); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ImportPointers(ctx); err == nil {
+		t.Error("ImportPointers with a damaged pointer succeeded")
+	}
+	if _, err := l.Sweep(ctx, time.Hour); err == nil {
+		t.Error("Sweep with a damaged pointer succeeded")
+	}
+	if !exists(t, b, pointerKey(d)) {
+		t.Error("the damaged pointer was removed")
+	}
+	if _, err := l.Latest(ctx, fm, d); pipeline.KindOf(err) != pipeline.NotFound {
+		t.Errorf("Latest of the damaged pointer's day: %v, want NotFound", err)
+	}
+}
+
+// pointerKey is where the lake kept a day's _latest pointer before it had
+// a catalog.
+func pointerKey(d pipeline.Day) string {
+	return "lake/forecast_malo/delivery_day=" + d.String() + "/_latest"
+}
+
+func exists(t *testing.T, b lake.Bucket, key string) bool {
+	t.Helper()
+	_, err := b.Stat(ctxT(t), key)
+	if err != nil && pipeline.KindOf(err) != pipeline.NotFound {
+		t.Fatal(err)
+	}
+	return err == nil
 }
 
 func testSpool(t *testing.T, b objstore.Bucket) {
@@ -379,7 +567,7 @@ func testInvalid(t *testing.T, b objstore.Bucket) {
 		{"no day", l, fm, pipeline.Day{}, 1, pipeline.ForecastMaloSchema},
 		{"run 0", l, fm, day, 0, pipeline.ForecastMaloSchema},
 		{"no schema", l, fm, day, 1, nil},
-		{"unknown codec", lake.New(b, lake.Options{Compression: "brotli"}), fm, day, 1, pipeline.ForecastMaloSchema},
+		{"unknown codec", lake.New(b, lake.Options{Compression: "brotli", Catalog: catalogFor(t, b)}), fm, day, 1, pipeline.ForecastMaloSchema},
 		{"nested column", l, fm, day, 1, arrow.NewSchema([]arrow.Field{{Name: "values", Type: arrow.ListOf(arrow.PrimitiveTypes.Float64)}}, nil)},
 	}
 	for _, tc := range creates {
@@ -426,16 +614,12 @@ func testInvalid(t *testing.T, b objstore.Bucket) {
 	}
 	checkAll(t, l, all, 5)
 
-	// A damaged pointer is an error, not "no snapshot".
-	d := day.AddDays(40)
-	key := "lake/forecast_malo/delivery_day=" + d.String() + "/_latest"
-	if err := b.Put(ctx, key, strings.NewReader("{not json"), 9); err != nil {
-		t.Fatal(err)
+	// A lake without a catalog cannot say what is published.
+	bare := lake.New(b, lake.Options{})
+	if _, err := bare.Latest(ctx, fm, day); err == nil || pipeline.KindOf(err) == pipeline.NotFound {
+		t.Errorf("Latest without a catalog: %v, want an error other than NotFound", err)
 	}
-	if _, err := l.Latest(ctx, fm, d); err == nil || pipeline.KindOf(err) == pipeline.NotFound {
-		t.Errorf("Latest with a damaged pointer: %v", err)
-	}
-	if _, err := l.Create(ctx, fm, d, 1, pipeline.ForecastMaloSchema); err == nil {
-		t.Error("Create over a damaged pointer succeeded")
+	if _, err := bare.Sweep(ctx, time.Hour); err == nil {
+		t.Error("Sweep without a catalog succeeded")
 	}
 }

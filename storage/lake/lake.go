@@ -1,17 +1,17 @@
 // Package lake keeps Parquet snapshots of the pipeline's datasets in the
-// object store, laid out in hive partitions so that analysts' tools (DuckDB,
-// Spark, pandas) read them as tables:
+// object store, laid out in hive partitions:
 //
 //	lake/<dataset>/delivery_day=YYYY-MM-DD/run=<run id>/part-00000.parquet
-//	lake/<dataset>/delivery_day=YYYY-MM-DD/_latest
 //
-// A run's parts are streamed into temporary keys under lake/_tmp/ while the
-// run produces its record batches, moved to their final keys on Commit, and
-// only then published by replacing the day's _latest pointer, a small JSON
-// document (a Snapshot) that names the run and its files. Writing the pointer
-// is the commit point: a process that dies anywhere before it leaves the
-// previous run visible, and readers only ever follow the pointer, never a
-// listing. Sweep removes what crashed or superseded runs leave behind.
+// and publishes them through a table catalog (Catalog; storage/catalog keeps
+// them as Apache Iceberg tables), which is the one source of truth for which
+// run of a day is current. A run's parts are streamed into temporary keys
+// under lake/_tmp/ while the run produces its record batches, moved to their
+// final keys on Commit, and only then published by the catalog's commit,
+// which replaces the day's files in the dataset's table. A process that dies
+// anywhere before that commit leaves the previous run current, and readers
+// only ever follow the catalog, never a listing. Sweep expires the catalog's
+// old snapshots and removes the files that no remaining snapshot references.
 //
 // Files are written with arrow-go's Parquet writer and pqarrow's column
 // encoding (zstd by default, row groups of about a million rows, the Arrow
@@ -24,6 +24,7 @@ package lake
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,6 +72,39 @@ type Options struct {
 	// random offsets (default os.TempDir()); each copy is removed after the
 	// file is read.
 	SpoolDir string
+	// Catalog publishes runs and names the current one (required:
+	// storage/catalog).
+	Catalog Catalog
+}
+
+// Catalog is the table catalog that the lake publishes its runs in
+// (storage/catalog implements it with Apache Iceberg tables). It alone says
+// which run of a dataset's day is current.
+type Catalog interface {
+	// Publish makes the publication's files the day's partition of the
+	// dataset's table in one commit. It fails with pipeline.Conflict when
+	// the day already has this run or a later one.
+	Publish(ctx context.Context, p Publication) error
+	// Current returns the day's current snapshot, or a pipeline.NotFound
+	// error when none was published.
+	Current(ctx context.Context, dataset string, day pipeline.Day) (Snapshot, error)
+	// Expire expires the catalog's snapshots older than olderThan, keeping
+	// each table's current one, and returns the keys of every data file
+	// that a remaining snapshot references.
+	Expire(ctx context.Context, olderThan time.Duration) (map[string]bool, error)
+}
+
+// Publication is a run's files, moved to their final keys and ready to be
+// published.
+type Publication struct {
+	Dataset string
+	Day     pipeline.Day
+	RunID   int64
+	Schema  *arrow.Schema // for the table's creation by the first publication
+	Files   []FileInfo
+	// WrittenAt is the lake's clock at the commit; Current returns it as
+	// the snapshot's WrittenAt.
+	WrittenAt time.Time
 }
 
 // DefaultRowGroupRows is the row-group size when Options.RowGroupRows is 0:
@@ -117,7 +151,8 @@ type FileInfo struct {
 }
 
 // Snapshot is one complete, published run of a dataset for a delivery day.
-// It is also the content of the _latest pointer.
+// It is also the content of the _latest pointers that the lake wrote before
+// it had a catalog (ImportPointers).
 type Snapshot struct {
 	Dataset   string       `json:"dataset"`
 	Day       pipeline.Day `json:"delivery_day"`
@@ -166,6 +201,14 @@ func checkTarget(dataset string, day pipeline.Day) error {
 	return nil
 }
 
+// catalog returns the lake's catalog, or an error that says it is missing.
+func (l *Lake) catalog() (Catalog, error) {
+	if l.opts.Catalog == nil {
+		return nil, errors.New("lake: no catalog configured (Options.Catalog)")
+	}
+	return l.opts.Catalog, nil
+}
+
 func (l *Lake) codec() (compress.Compression, error) {
 	switch l.opts.Compression {
 	case "zstd":
@@ -176,41 +219,44 @@ func (l *Lake) codec() (compress.Compression, error) {
 	return 0, pipeline.Errorf(pipeline.Invalid, "lake compression %q: want zstd or snappy", l.opts.Compression)
 }
 
-// maxPointerBytes bounds what Latest reads of a pointer: a snapshot of
-// thousands of parts is a few hundred kilobytes.
+// maxPointerBytes bounds what ImportPointers reads of a pointer: a
+// snapshot of thousands of parts is a few hundred kilobytes.
 const maxPointerBytes = 4 << 20
 
-// Latest returns the day's last published snapshot of the dataset, or a
-// pipeline.NotFound error when none was published.
+// Latest returns the day's current snapshot of the dataset as the catalog
+// has it, or a pipeline.NotFound error when none was published.
 func (l *Lake) Latest(ctx context.Context, dataset string, day pipeline.Day) (Snapshot, error) {
 	if err := checkTarget(dataset, day); err != nil {
 		return Snapshot{}, err
 	}
-	key := pointerKey(dataset, day)
+	cat, err := l.catalog()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	return cat.Current(ctx, dataset, day)
+}
+
+// readPointer reads a _latest pointer that the lake wrote before it had a
+// catalog.
+func (l *Lake) readPointer(ctx context.Context, key string) (Snapshot, error) {
 	rc, err := l.b.Get(ctx, key)
 	if err != nil {
-		if pipeline.KindOf(err) == pipeline.NotFound {
-			return Snapshot{}, &pipeline.Error{Kind: pipeline.NotFound,
-				Message: fmt.Sprintf("no %s snapshot for %s in the lake", dataset, day), Err: err}
-		}
-		return Snapshot{}, fmt.Errorf("lake %s %s: read pointer: %w", dataset, day, err)
+		return Snapshot{}, err
 	}
 	defer rc.Close()
 	b, err := io.ReadAll(io.LimitReader(rc, maxPointerBytes+1))
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("lake %s %s: read pointer: %w", dataset, day, err)
+		return Snapshot{}, err
 	}
 	var s Snapshot
 	if len(b) > maxPointerBytes {
-		err = fmt.Errorf("longer than %d bytes", maxPointerBytes)
-	} else {
-		err = json.Unmarshal(b, &s)
+		return Snapshot{}, fmt.Errorf("pointer %s is longer than %d bytes", key, maxPointerBytes)
 	}
-	if err == nil && (s.Dataset != dataset || s.Day != day || s.RunID <= 0 || len(s.Files) == 0) {
-		err = fmt.Errorf("names %s %s run %d with %d files", s.Dataset, s.Day, s.RunID, len(s.Files))
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Snapshot{}, fmt.Errorf("corrupt pointer %s: %w", key, err)
 	}
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("lake %s %s: corrupt pointer %s: %w", dataset, day, key, err)
+	if s.RunID <= 0 || len(s.Files) == 0 {
+		return Snapshot{}, fmt.Errorf("corrupt pointer %s: run %d with %d files", key, s.RunID, len(s.Files))
 	}
 	return s, nil
 }

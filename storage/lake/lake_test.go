@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ import (
 
 	"github.com/schedbridge/schedbridge/clocktest"
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/catalog"
+	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/objstore/objtest"
@@ -33,7 +36,8 @@ var day = pipeline.NewDay(2026, 3, 29)
 
 const fm = pipeline.DatasetForecastMalo
 
-// backend is one object store under the suite.
+// backend is one object store under the suite. open also opens the
+// bucket's catalog (catalogFor), so that it lives as long as the bucket.
 type backend struct {
 	name string
 	open func(t *testing.T) objstore.Bucket
@@ -45,6 +49,7 @@ var backends = []backend{
 		if err != nil {
 			t.Fatal(err)
 		}
+		catalogFor(t, b)
 		return b
 	}},
 	{"minio", func(t *testing.T) objstore.Bucket {
@@ -54,8 +59,40 @@ var backends = []backend{
 		if err != nil {
 			t.Fatalf("NewS3: %v", err)
 		}
+		catalogFor(t, b)
 		return b
 	}},
+}
+
+// catalogs holds the catalog of each bucket under test. Every lake on one
+// bucket publishes in the same catalog, as the service's replicas do: two
+// catalogs would each keep a table at the same location and expire each
+// other's files.
+var catalogs sync.Map // lake.Bucket (the store itself) -> *catalog.Catalog
+
+// catalogFor returns the catalog of the store under b (a faultyBucket is
+// unwrapped, since the catalog's file IO needs the store itself), opening it
+// in a fresh SQLite database for t when the store has none yet.
+func catalogFor(t *testing.T, b lake.Bucket) *catalog.Catalog {
+	t.Helper()
+	for {
+		f, ok := b.(*faultyBucket)
+		if !ok {
+			break
+		}
+		b = f.Bucket
+	}
+	if c, ok := catalogs.Load(b); ok {
+		return c.(*catalog.Catalog)
+	}
+	ob, ok := b.(objstore.Bucket)
+	if !ok {
+		t.Fatalf("no catalog for a %T", b)
+	}
+	c := catalogtest.OpenSQLite(t, ob)
+	catalogs.Store(b, c)
+	t.Cleanup(func() { catalogs.Delete(b) })
+	return c
 }
 
 // TestLake runs the same suite against the directory store and a real MinIO.
@@ -69,6 +106,7 @@ func TestLake(t *testing.T) {
 		{"Crash", testCrash},
 		{"Conflict", testConflict},
 		{"Sweep", testSweep},
+		{"ImportPointers", testImportPointers},
 		{"Spool", testSpool},
 		{"Invalid", testInvalid},
 		{"IndependentReaders", testIndependentReaders},
@@ -86,9 +124,13 @@ func TestLake(t *testing.T) {
 var t0 = time.Date(2026, 3, 28, 9, 0, 0, 0, time.UTC)
 
 // newLake returns a lake on b with a checked allocator that must be empty
-// when the test ends, and the clock it uses.
+// when the test ends, and the clock it uses. It publishes in the store's
+// catalog unless o names another.
 func newLake(t *testing.T, b lake.Bucket, o lake.Options) (*lake.Lake, *clocktest.Clock) {
 	t.Helper()
+	if o.Catalog == nil {
+		o.Catalog = catalogFor(t, b)
+	}
 	alloc := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	t.Cleanup(func() { alloc.AssertSize(t, 0) })
 	c := clocktest.New(t0)
@@ -184,7 +226,7 @@ func testRoundTrip(t *testing.T, b objstore.Bucket) {
 	if len(s.Files) == 1 {
 		want.Files[0].Bytes = s.Files[0].Bytes
 	}
-	if !snapEqual(s, want) || s.Files[0].Bytes < 1000 {
+	if !snapEqual(s, want) || !s.WrittenAt.Equal(want.WrittenAt) || s.Files[0].Bytes < 1000 {
 		t.Fatalf("Commit = %+v, want %+v", s, want)
 	}
 	info, err := b.Stat(ctx, s.Files[0].Key)
@@ -194,6 +236,11 @@ func testRoundTrip(t *testing.T, b objstore.Bucket) {
 	got, err := l.Latest(ctx, fm, day)
 	if err != nil || !snapEqual(got, s) {
 		t.Fatalf("Latest = %+v, %v; want %+v", got, err, s)
+	}
+	// Latest's WrittenAt is the lake's clock at the commit, which the
+	// snapshot's summary carries.
+	if !got.WrittenAt.Equal(want.WrittenAt) {
+		t.Errorf("Latest's WrittenAt %s, want the lake's clock at the commit %s", got.WrittenAt, want.WrittenAt)
 	}
 	md := fileMeta(t, b, s.Files[0].Key)
 	for g := range md.NumRowGroups() {
@@ -241,9 +288,11 @@ func testRoundTrip(t *testing.T, b objstore.Bucket) {
 	}
 }
 
+// snapEqual says whether a and b are the same run with the same files
+// (testRoundTrip compares WrittenAt on its own).
 func snapEqual(a, b lake.Snapshot) bool {
 	return a.Dataset == b.Dataset && a.Day == b.Day && a.RunID == b.RunID && a.Rows == b.Rows &&
-		a.WrittenAt.Equal(b.WrittenAt) && slices.Equal(a.Files, b.Files)
+		slices.Equal(a.Files, b.Files)
 }
 
 func sumPower(first, n int, keep func(loc int) bool) float64 {

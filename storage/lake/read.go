@@ -190,3 +190,22 @@ func withoutFieldIDs(sc *arrow.Schema) *arrow.Schema {
 	md := sc.Metadata()
 	return arrow.NewSchema(fields, &md)
 }
+
+// fileSchema returns the Arrow schema stored in a file of the lake.
+func (l *Lake) fileSchema(ctx context.Context, key string) (*arrow.Schema, error) {
+	info, err := l.b.Stat(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var schema *arrow.Schema
+	err = l.withReaderAt(ctx, FileInfo{Key: key, Bytes: info.Size}, func(ra io.ReaderAt, n int64) error {
+		pf, err := file.NewParquetReader(io.NewSectionReader(ra, 0, n), file.WithReadProps(parquet.NewReaderProperties(l.opts.Alloc)))
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		schema, err = pqarrow.FromParquet(pf.MetaData().Schema, nil, pf.MetaData().KeyValueMetadata())
+		return err
+	})
+	return schema, err
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/position"
+	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/objstore"
@@ -312,7 +313,7 @@ func BenchmarkScan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	l := lake.New(bucket, lake.Options{})
+	l := lake.New(bucket, lake.Options{Catalog: catalogtest.OpenSQLite(b, bucket)})
 	w, err := l.Create(ctx, fm, d, 1, pipeline.ForecastMaloSchema)
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package lake
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -17,89 +16,77 @@ import (
 // listPage is the page size of the lake's listings.
 const listPage = 1000
 
-// Sweep deletes what no reader will follow any more and returns how many
-// objects it removed:
+// Sweep expires the catalog's snapshots older than olderThan (each table's
+// current snapshot stays) and then deletes what no remaining snapshot
+// references, and returns how many objects it removed:
 //   - temporary objects (lake/_tmp/...) older than olderThan, the parts of
 //     aborted or crashed writers;
-//   - run folders that the day's _latest pointer does not name and whose
-//     newest object is older than olderThan: runs that crashed before they
-//     were published, and runs that a later one replaced. A replaced run is
-//     kept until the pointer that replaced it is itself older than
-//     olderThan, so that a reader who followed the previous pointer just
-//     before has that long to finish.
+//   - files of run folders that no remaining snapshot references and whose
+//     newest object is older than olderThan: runs that crashed before their
+//     catalog commit or lost to a newer run. Iceberg-go itself deletes the
+//     files that only the expired snapshots referenced.
 //
-// The published run of every day is never removed. olderThan must exceed the
-// longest time a run takes to write and commit its snapshot, because the
-// parts of a run in progress are only as old as the run. A day whose pointer
-// cannot be read keeps all its runs; the error is returned after the rest of
-// the lake is swept.
+// A replaced run therefore stays readable, by time travel and by readers
+// that planned their scan before it was replaced, until the snapshot that
+// published it is older than olderThan. olderThan must exceed the longest
+// time a run takes to write and commit its snapshot, because the parts of a
+// run in progress are only as old as the run. Before it sweeps, Sweep
+// imports the _latest pointers that the lake wrote before it had a catalog
+// (ImportPointers), so that their runs are kept.
 func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
 	if olderThan < 0 {
 		return 0, pipeline.Errorf(pipeline.Invalid, "lake sweep: negative age %s", olderThan)
 	}
+	cat, err := l.catalog()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := l.ImportPointers(ctx); err != nil {
+		return 0, err
+	}
+	live, err := cat.Expire(ctx, olderThan)
+	if err != nil {
+		return 0, fmt.Errorf("lake sweep: %w", err)
+	}
 	cutoff := l.opts.Now().Add(-olderThan)
 	type run struct {
 		keys   []string
+		live   bool
 		newest time.Time
 	}
-	type dayRuns struct {
-		dataset string
-		day     pipeline.Day
-		pointer bool
-		runs    map[int64]*run
-	}
-	days := map[string]*dayRuns{}
+	runs := map[string]*run{}
 	var tmp []string
-	for after := ""; ; {
-		page, err := l.b.List(ctx, root, after, listPage)
-		if err != nil {
-			return 0, fmt.Errorf("lake sweep: list: %w", err)
+	err = l.each(ctx, func(o pipeline.ObjectInfo) {
+		rest := strings.TrimPrefix(o.Key, root)
+		if strings.HasPrefix(rest, "_tmp/") {
+			if o.Modified.Before(cutoff) {
+				tmp = append(tmp, o.Key)
+			}
+			return
 		}
-		for _, o := range page {
-			after = o.Key
-			rest := strings.TrimPrefix(o.Key, root)
-			if strings.HasPrefix(rest, "_tmp/") {
-				if o.Modified.Before(cutoff) {
-					tmp = append(tmp, o.Key)
-				}
-				continue
-			}
-			// <dataset>/delivery_day=<day>/(_latest | run=<id>/<file>)
-			seg := strings.SplitN(rest, "/", 4)
-			if len(seg) < 3 || !strings.HasPrefix(seg[1], "delivery_day=") {
-				continue // not ours: leave it alone
-			}
-			day, err := pipeline.ParseDay(strings.TrimPrefix(seg[1], "delivery_day="))
-			if err != nil {
-				continue
-			}
-			dk := seg[0] + "/" + seg[1]
-			d := days[dk]
-			if d == nil {
-				d = &dayRuns{dataset: seg[0], day: day, runs: map[int64]*run{}}
-				days[dk] = d
-			}
-			if len(seg) == 3 && seg[2] == pointerSeg {
-				d.pointer = true
-				continue
-			}
-			id, err := strconv.ParseInt(strings.TrimPrefix(seg[2], "run="), 10, 64)
-			if len(seg) != 4 || !strings.HasPrefix(seg[2], "run=") || err != nil {
-				continue
-			}
-			r := d.runs[id]
-			if r == nil {
-				r = &run{}
-				d.runs[id] = r
-			}
-			r.keys = append(r.keys, o.Key)
-			if o.Modified.After(r.newest) {
-				r.newest = o.Modified
-			}
+		// <dataset>/delivery_day=<day>/run=<id>/<file>; the tables'
+		// metadata (<dataset>/metadata/...) is the catalog's.
+		seg := strings.SplitN(rest, "/", 4)
+		if len(seg) != 4 || !strings.HasPrefix(seg[1], "delivery_day=") || !strings.HasPrefix(seg[2], "run=") {
+			return
 		}
-		if len(page) < listPage {
-			break
+		if _, err := strconv.ParseInt(strings.TrimPrefix(seg[2], "run="), 10, 64); err != nil {
+			return
 		}
+		rk := strings.Join(seg[:3], "/")
+		r := runs[rk]
+		if r == nil {
+			r = &run{}
+			runs[rk] = r
+		}
+		r.keys = append(r.keys, o.Key)
+		r.live = r.live || live[o.Key]
+		if o.Modified.After(r.newest) {
+			r.newest = o.Modified
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("lake sweep: list: %w", err)
 	}
 
 	removed := 0
@@ -109,41 +96,86 @@ func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) 
 		}
 		removed++
 	}
-	var errs []error
-	for _, dk := range slices.Sorted(maps.Keys(days)) {
-		d := days[dk]
-		var latest Snapshot
-		if d.pointer {
-			s, err := l.Latest(ctx, d.dataset, d.day)
-			if err != nil && pipeline.KindOf(err) != pipeline.NotFound {
-				errs = append(errs, err)
-				continue
-			}
-			latest = s
+	for _, rk := range slices.Sorted(maps.Keys(runs)) {
+		r := runs[rk]
+		if r.live || !r.newest.Before(cutoff) {
+			continue // referenced by a snapshot, or may still be written
 		}
-		for _, id := range slices.Sorted(maps.Keys(d.runs)) {
-			r := d.runs[id]
-			switch {
-			case id == latest.RunID:
-				continue // published
-			case !r.newest.Before(cutoff):
-				continue // may still be written
-			case id < latest.RunID && !latest.WrittenAt.Before(cutoff):
-				continue // replaced too recently: may still be read
+		for _, k := range r.keys {
+			if err := l.b.Delete(ctx, k); err != nil {
+				return removed, fmt.Errorf("lake sweep: delete %s: %w", k, err)
 			}
-			for _, k := range r.keys {
-				if err := l.b.Delete(ctx, k); err != nil {
-					return removed, fmt.Errorf("lake sweep: delete %s: %w", k, err)
-				}
-				removed++
-			}
-			slog.InfoContext(ctx, "lake sweep removed run", "dataset", d.dataset, "day", d.day.String(), "run", id, "objects", len(r.keys))
+			removed++
 		}
+		slog.InfoContext(ctx, "lake sweep removed unpublished run", "run", rk, "objects", len(r.keys))
 	}
 	if len(tmp) > 0 {
 		slog.InfoContext(ctx, "lake sweep removed temporary objects", "objects", len(tmp))
 	}
-	return removed, errors.Join(errs...)
+	return removed, nil
+}
+
+// each calls fn for every object under the lake's root, in key order.
+func (l *Lake) each(ctx context.Context, fn func(pipeline.ObjectInfo)) error {
+	for after := ""; ; {
+		page, err := l.b.List(ctx, root, after, listPage)
+		if err != nil {
+			return err
+		}
+		for _, o := range page {
+			after = o.Key
+			fn(o)
+		}
+		if len(page) < listPage {
+			return nil
+		}
+	}
+}
+
+// ImportPointers publishes in the catalog the runs that the _latest pointers
+// name, which the lake wrote before it had a catalog, unless the catalog
+// already has that run or a later one for the day, and deletes each pointer
+// once its run is in the catalog. It returns how many runs it published.
+func (l *Lake) ImportPointers(ctx context.Context) (int, error) {
+	cat, err := l.catalog()
+	if err != nil {
+		return 0, err
+	}
+	var pointers []string
+	err = l.each(ctx, func(o pipeline.ObjectInfo) {
+		seg := strings.Split(strings.TrimPrefix(o.Key, root), "/")
+		if len(seg) == 3 && strings.HasPrefix(seg[1], "delivery_day=") && seg[2] == pointerSeg {
+			pointers = append(pointers, o.Key)
+		}
+	})
+	if err != nil {
+		return 0, fmt.Errorf("lake import: list: %w", err)
+	}
+	n := 0
+	for _, key := range pointers {
+		s, err := l.readPointer(ctx, key)
+		if err != nil {
+			return n, fmt.Errorf("lake import: %w", err)
+		}
+		schema, err := l.fileSchema(ctx, s.Files[0].Key)
+		if err != nil {
+			return n, fmt.Errorf("lake import %s: %w", key, err)
+		}
+		err = cat.Publish(ctx, Publication{Dataset: s.Dataset, Day: s.Day, RunID: s.RunID, Schema: schema, Files: s.Files,
+			WrittenAt: s.WrittenAt})
+		switch {
+		case err == nil:
+			n++
+			slog.InfoContext(ctx, "lake: imported a run from its _latest pointer into the catalog",
+				"dataset", s.Dataset, "day", s.Day.String(), "run", s.RunID)
+		case pipeline.KindOf(err) != pipeline.Conflict:
+			return n, fmt.Errorf("lake import %s: %w", key, err)
+		}
+		if err := l.b.Delete(ctx, key); err != nil {
+			return n, fmt.Errorf("lake import: delete %s: %w", key, err)
+		}
+	}
+	return n, nil
 }
 
 // deletePrefix removes every object under prefix.

@@ -1,9 +1,7 @@
 package lake
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -412,18 +410,22 @@ func (w *Writer) Commit(ctx context.Context) (Snapshot, error) {
 			return Snapshot{}, w.fail(fmt.Errorf("move %s: %w", p.Key, err))
 		}
 	}
-	snap := Snapshot{Dataset: w.dataset, Day: w.day, RunID: w.runID, Files: files, Rows: w.rows, WrittenAt: w.l.opts.Now().UTC()}
-	body, err := json.Marshal(snap)
+	cat, err := w.l.catalog()
 	if err != nil {
 		return Snapshot{}, w.fail(err)
 	}
-	body = append(body, '\n')
-	// The commit point: until this Put completes, Latest names the previous run.
-	if err := w.l.b.Put(ctx, pointerKey(w.dataset, w.day), bytes.NewReader(body), int64(len(body))); err != nil {
+	// The commit point: until the catalog's commit lands, the table's
+	// current snapshot holds the previous run. A run that lost to a newer
+	// one leaves its moved files to Sweep, which removes what no snapshot
+	// references.
+	pub := Publication{Dataset: w.dataset, Day: w.day, RunID: w.runID, Schema: w.schema, Files: files,
+		WrittenAt: w.l.opts.Now().UTC()}
+	if err := cat.Publish(ctx, pub); err != nil {
 		return Snapshot{}, w.fail(fmt.Errorf("publish: %w", err))
 	}
 	w.state = writerCommitted
-	return snap, nil
+	return Snapshot{Dataset: w.dataset, Day: w.day, RunID: w.runID, Files: files, Rows: w.rows,
+		WrittenAt: pub.WrittenAt}, nil
 }
 
 // removeTmp deletes the finished parts' temporary objects after a conflict;

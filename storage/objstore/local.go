@@ -59,6 +59,11 @@ func NewLocal(dir string) (*Local, error) {
 }
 
 // String names the store as a file URL, e.g. "file:///srv/schedbridge/var/bucket".
+// Dir is the store's root directory (absolute), under which each key is a
+// file: for another client of the same files (storage/catalog's Iceberg
+// file IO).
+func (l *Local) Dir() string { return l.dir }
+
 func (l *Local) String() string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(l.dir)}).String()
 }

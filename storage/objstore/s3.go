@@ -36,6 +36,7 @@ type S3 struct {
 	bucket   string
 	endpoint string
 	secure   bool
+	cfg      S3Config
 }
 
 var _ Bucket = (*S3)(nil)
@@ -69,7 +70,7 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", c.Endpoint, err)
 	}
-	s := &S3{client: client, bucket: c.Bucket, endpoint: c.Endpoint, secure: c.UseSSL}
+	s := &S3{client: client, bucket: c.Bucket, endpoint: c.Endpoint, secure: c.UseSSL, cfg: c}
 	exists, err := client.BucketExists(ctx, c.Bucket)
 	if err != nil {
 		return nil, fmt.Errorf("%s: check bucket: %w", s, err)
@@ -82,6 +83,10 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 	}
 	return s, nil
 }
+
+// Config is the configuration the store was opened with, for another client
+// of the same bucket (storage/catalog's Iceberg file IO).
+func (s *S3) Config() S3Config { return s.cfg }
 
 // String names the store as "s3://endpoint/bucket" ("s3+http" is not used:
 // the scheme says S3, not the transport), without credentials.

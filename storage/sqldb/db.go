@@ -153,6 +153,11 @@ func redact(raw string) string {
 // Dialect reports the backend.
 func (db *DB) Dialect() Dialect { return db.dialect }
 
+// SQL returns the pool's database/sql handle, for a component that keeps
+// its own tables in the service's database: storage/catalog's Iceberg
+// catalog, whose layout is the JDBC catalog's and not this package's.
+func (db *DB) SQL() *sql.DB { return db.bun.DB }
+
 // Close closes the pool.
 func (db *DB) Close() error { return db.bun.Close() }
 

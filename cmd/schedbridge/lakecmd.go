@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/catalog"
+	"github.com/schedbridge/schedbridge/storage/lake"
+)
+
+// cmdLakeFiles is `schedbridge lake files DATASET --day D [--sql]`: the data
+// files of the day's current run as the lake's Iceberg table has it, so that
+// a reader without an Iceberg client reads exactly the current run, never a
+// glob over every run of the day.
+func cmdLakeFiles(a *app, fs *flag.FlagSet) action {
+	dayFlag := fs.String("day", "", "delivery day YYYY-MM-DD (default: tomorrow in Europe/Berlin)")
+	sqlList := fs.Bool("sql", false, "print one SQL list literal ['...', ...] for DuckDB's read_parquet instead of one file per line")
+	return func(ctx context.Context, pos []string) error {
+		if len(pos) != 1 {
+			return usagef("want one dataset: %s", strings.Join(lakeDatasets, ", "))
+		}
+		if pipeline.StageOfDataset(pos[0]) == "" {
+			return usagef("unknown dataset %q: want one of %s", pos[0], strings.Join(lakeDatasets, ", "))
+		}
+		day, err := a.deliveryDay(*dayFlag)
+		if err != nil {
+			return err
+		}
+		db, bucket, err := a.openStores(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		cat, err := a.openCatalog(db, bucket)
+		if err != nil {
+			return err
+		}
+		defer cat.Close()
+		s, err := lake.New(bucket, lake.Options{Catalog: cat}).Latest(ctx, pos[0], day)
+		if err != nil {
+			return err
+		}
+		paths := make([]string, len(s.Files))
+		for i, f := range s.Files {
+			paths[i] = readablePath(cat, f.Key)
+		}
+		if *sqlList {
+			quoted := make([]string, len(paths))
+			for i, p := range paths {
+				quoted[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
+			}
+			_, err = fmt.Fprintf(a.stdout, "[%s]\n", strings.Join(quoted, ", "))
+			return err
+		}
+		for _, p := range paths {
+			if _, err := fmt.Fprintln(a.stdout, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// lakeDatasets are the lake's tables, in the order of the chain.
+var lakeDatasets = []string{pipeline.DatasetForecastMalo, pipeline.DatasetPositionControlArea,
+	pipeline.DatasetOpenPosition, pipeline.DatasetSchedule, pipeline.DatasetKalkulation}
+
+// readablePath is a file's location as DuckDB and other readers take it: a
+// local path for the directory store, the s3:// URI otherwise.
+func readablePath(cat *catalog.Catalog, key string) string {
+	uri := cat.URI(key)
+	if u, err := url.Parse(uri); err == nil && u.Scheme == "file" {
+		return filepath.FromSlash(u.Path)
+	}
+	return uri
+}
