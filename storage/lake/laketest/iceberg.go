@@ -1,13 +1,11 @@
 package laketest
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -64,17 +62,12 @@ func (d *Duck) IcebergFiles(ctx context.Context, metadataPath, snapshotID string
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, d.node, script)
-	cmd.Dir = d.dir
-	cmd.Env = append(os.Environ(), "SCHEDBRIDGE_DUCKDB_DIR="+d.dir)
-	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("iceberg reader %s: %v: %s", metadataPath, err, strings.TrimSpace(stderr.String()))
+	stdout, err := d.run(ctx, script, in)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg reader %s: %w", metadataPath, err)
 	}
 	var s IcebergSnapshot
-	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+	if err := json.Unmarshal(stdout, &s); err != nil {
 		return nil, fmt.Errorf("iceberg reader %s: decode answer: %w", metadataPath, err)
 	}
 	return &s, nil

@@ -112,16 +112,9 @@ func (d *Duck) QueryAll(ctx context.Context, sqls ...string) ([]*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, d.node, d.script)
-	cmd.Dir = d.dir
-	cmd.Env = append(os.Environ(),
-		"SCHEDBRIDGE_DUCKDB_DIR="+d.dir,
-		"NODE_PATH="+filepath.Join(d.dir, "node_modules"))
-	cmd.Stdin = bytes.NewReader(in)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("duckdb %q: %v: %s", abbreviate(strings.Join(sqls, "; ")), err, strings.TrimSpace(stderr.String()))
+	stdout, err := d.run(ctx, d.script, in)
+	if err != nil {
+		return nil, fmt.Errorf("duckdb %q: %w", abbreviate(strings.Join(sqls, "; ")), err)
 	}
 	var out []struct {
 		Columns []string `json:"columns"`
@@ -129,7 +122,7 @@ func (d *Duck) QueryAll(ctx context.Context, sqls ...string) ([]*Result, error) 
 		Rows    [][]any  `json:"rows"`
 		Ms      float64  `json:"ms"`
 	}
-	dec := json.NewDecoder(&stdout)
+	dec := json.NewDecoder(bytes.NewReader(stdout))
 	dec.UseNumber()
 	if err := dec.Decode(&out); err != nil || len(out) != len(sqls) {
 		return nil, fmt.Errorf("duckdb: decode answer (%d of %d results): %v", len(out), len(sqls), err)
@@ -140,6 +133,23 @@ func (d *Duck) QueryAll(ctx context.Context, sqls ...string) ([]*Result, error) 
 			Elapsed: time.Duration(o.Ms * float64(time.Millisecond))}
 	}
 	return rs, nil
+}
+
+// run runs a node script of this package with the npm modules of d.dir,
+// input on its stdin, and returns its stdout; a failure carries its stderr.
+func (d *Duck) run(ctx context.Context, script string, input []byte) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, d.node, script)
+	cmd.Dir = d.dir
+	cmd.Env = append(os.Environ(),
+		"SCHEDBRIDGE_DUCKDB_DIR="+d.dir,
+		"NODE_PATH="+filepath.Join(d.dir, "node_modules"))
+	cmd.Stdin = bytes.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
 }
 
 func abbreviate(s string) string {
