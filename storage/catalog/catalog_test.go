@@ -119,9 +119,11 @@ func (e *env) publish(t *testing.T, day pipeline.Day, run int64, base map[string
 	return lake.WriteAll(context.Background(), e.lake, pipeline.DatasetPositionControlArea, day, run, pipeline.PositionSchema, rec)
 }
 
-// scanTotals reads the day through iceberg-go's own scan (of the current
-// snapshot, or of snapshot id when it is not 0) and sums net_mw/4 per area.
-func (e *env) scanTotals(t *testing.T, day pipeline.Day, id int64) (map[string]float64, int64) {
+// scanRows reads the day through iceberg-go's own scan (of the current
+// snapshot, or of snapshot id when it is not 0) and checks that it gives
+// exactly the rows positionRecord wrote for base: every control area's
+// quarter-hours once, each with its value and its UTC start.
+func (e *env) scanRows(t *testing.T, day pipeline.Day, id int64, base map[string]float64) {
 	t.Helper()
 	ctx := context.Background()
 	tbl := e.table(t)
@@ -136,18 +138,31 @@ func (e *env) scanTotals(t *testing.T, day pipeline.Day, id int64) (map[string]f
 	defer at.Release()
 	tr := array.NewTableReader(at, 0)
 	defer tr.Release()
-	totals := map[string]float64{}
-	var rows int64
+	ts := day.QuarterStartsMicros()
+	seen := map[string]bool{}
 	for tr.Next() {
 		rec := tr.RecordBatch()
-		area := rec.Column(int(rec.Schema().FieldIndices("control_area")[0]))
-		net := rec.Column(rec.Schema().FieldIndices("net_mw")[0]).(*array.Float64)
+		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+		area, qh := col("control_area"), col("qh_index").(*array.Int32)
+		net, start := col("net_mw").(*array.Float64), col("ts_utc").(*array.Timestamp)
+		days := col("delivery_day").(*array.Date32)
 		for i := range int(rec.NumRows()) {
-			totals[area.ValueStr(i)] += net.Value(i) / 4
+			a, q := area.ValueStr(i), int(qh.Value(i))
+			b, ok := base[a]
+			key := fmt.Sprintf("%s/%d", a, q)
+			switch {
+			case !ok || q < 0 || q >= day.Intervals() || seen[key]:
+				t.Errorf("snapshot %d, %s: unexpected or repeated row %s", id, day, key)
+			case net.Value(i) != b+float64(q)/4 || int64(start.Value(i)) != ts[q] || days.Value(i) != day.Date32():
+				t.Errorf("snapshot %d, %s: row %s = %v MW at %d on %v, want %v MW at %d", id, day, key,
+					net.Value(i), start.Value(i), days.Value(i), b+float64(q)/4, ts[q])
+			}
+			seen[key] = true
 		}
-		rows += rec.NumRows()
 	}
-	return totals, rows
+	if want := len(base) * day.Intervals(); len(seen) != want {
+		t.Errorf("snapshot %d, %s: %d rows, want %d", id, day, len(seen), want)
+	}
 }
 
 func (e *env) table(t *testing.T) *table.Table {
@@ -247,16 +262,10 @@ func TestPublishReplacesTheDay(t *testing.T) {
 					t.Errorf("partition spec %v, want identity(delivery_day)", fields)
 				}
 
-				totals, rows := e.scanTotals(t, day, 0)
-				checkTotals(t, "current snapshot", totals, day, run2)
-				if rows != int64(3*day.Intervals()) {
-					t.Errorf("current snapshot: %d rows, want %d", rows, 3*day.Intervals())
-				}
-				totals, _ = e.scanTotals(t, next, 0)
-				checkTotals(t, "other day", totals, next, run3)
+				e.scanRows(t, day, 0, run2)
+				e.scanRows(t, next, 0, run3)
 				old := snapshotOf(t, tbl, day, 1)
-				totals, _ = e.scanTotals(t, day, old.SnapshotID)
-				checkTotals(t, "time travel to run 1", totals, day, run1)
+				e.scanRows(t, day, old.SnapshotID, run1) // time travel
 
 				if _, err := e.publish(t, day, 2, run1); pipeline.KindOf(err) != pipeline.Conflict {
 					t.Errorf("publishing run 2 over run 3: %v, want Conflict", err)
@@ -308,10 +317,8 @@ func TestPublishReplacesTheDay(t *testing.T) {
 				if n := len(tbl.Metadata().Snapshots()); n != 1 {
 					t.Errorf("after expiry: %d snapshots, want the current one", n)
 				}
-				totals, _ = e.scanTotals(t, day, 0)
-				checkTotals(t, "current snapshot after the sweep", totals, day, run2)
-				totals, _ = e.scanTotals(t, next, 0)
-				checkTotals(t, "other day after the sweep", totals, next, run3)
+				e.scanRows(t, day, 0, run2)
+				e.scanRows(t, next, 0, run3)
 			})
 		}
 	}
@@ -421,8 +428,7 @@ func TestEmptyRun(t *testing.T) {
 			if err != nil || s.RunID != 2 || s.Rows != int64(day.Intervals()) || len(s.Files) != 1 {
 				t.Fatalf("Latest after run 2 = %+v, %v", s, err)
 			}
-			totals, _ := e.scanTotals(t, day, 0)
-			checkTotals(t, "run 2 over the empty run", totals, day, base)
+			e.scanRows(t, day, 0, base)
 		})
 	}
 }
