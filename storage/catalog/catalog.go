@@ -148,8 +148,6 @@ var tableProps = iceberg.Properties{
 	table.CommitNumRetriesKey:                 "0",
 	table.MetadataDeleteAfterCommitEnabledKey: "true",
 	table.MetadataPreviousVersionsMaxKey:      "20",
-	"write.format.default":                    "parquet",
-	"write.parquet.compression-codec":         "zstd",
 }
 
 // load returns the dataset's table, creating it with the schema when it
@@ -266,9 +264,10 @@ func (c *Catalog) Publish(ctx context.Context, p lake.Publication) error {
 		props[PropWrittenAt] = p.WrittenAt.UTC().Format(time.RFC3339Nano)
 	}
 	var err error
+	var add []iceberg.DataFile // the run's files as data files, read once for all attempts
 	for attempt := 1; ; attempt++ {
 		var base string
-		if base, err = c.publish(ctx, p, props); err == nil || pipeline.KindOf(err) == pipeline.Conflict ||
+		if base, err = c.publish(ctx, p, props, &add); err == nil || pipeline.KindOf(err) == pipeline.Conflict ||
 			attempt == maxCommitAttempts || !c.movedOn(ctx, p.Dataset, base, err) {
 			break
 		}
@@ -299,8 +298,11 @@ func (c *Catalog) movedOn(ctx context.Context, dataset, base string, err error) 
 }
 
 // publish makes one attempt and returns the table's metadata location it
-// started from ("" before the table was loaded).
-func (c *Catalog) publish(ctx context.Context, p lake.Publication, props iceberg.Properties) (string, error) {
+// started from ("" before the table was loaded). The run's data files are
+// read from their footers on the first attempt that gets that far and kept
+// in *add for the retries: a table's schema and partition spec do not
+// change between attempts.
+func (c *Catalog) publish(ctx context.Context, p lake.Publication, props iceberg.Properties, add *[]iceberg.DataFile) (string, error) {
 	tbl, err := c.load(ctx, p.Dataset, p.Schema)
 	if err != nil {
 		return "", err
@@ -317,15 +319,16 @@ func (c *Catalog) publish(ctx context.Context, p lake.Publication, props iceberg
 				p.Dataset, p.Day, id, p.RunID)
 		}
 	}
-	add, err := c.dataFiles(ctx, tbl, p.Day, p.Files)
-	if err != nil {
-		return base, err
+	if *add == nil {
+		if *add, err = c.dataFiles(ctx, tbl, p.Day, p.Files); err != nil {
+			return base, err
+		}
 	}
 	tx := tbl.NewTransaction()
 	if len(old) == 0 {
-		err = tx.AddDataFiles(ctx, add, props)
+		err = tx.AddDataFiles(ctx, *add, props)
 	} else {
-		err = tx.ReplaceDataFilesWithDataFiles(ctx, old, add, props)
+		err = tx.ReplaceDataFilesWithDataFiles(ctx, old, *add, props)
 	}
 	if err != nil {
 		return base, err
@@ -447,12 +450,18 @@ func (c *Catalog) Expire(ctx context.Context, olderThan time.Duration) (map[stri
 		if err != nil {
 			return nil, err
 		}
+		// Snapshots share most of their manifests: each is read once.
+		read := map[string]bool{}
 		for _, snap := range tbl.Metadata().Snapshots() {
 			mans, err := snap.Manifests(fs)
 			if err != nil {
 				return nil, fmt.Errorf("catalog: manifests of %s: %w", strings.Join(ident, "."), err)
 			}
 			for _, m := range mans {
+				if read[m.FilePath()] {
+					continue
+				}
+				read[m.FilePath()] = true
 				entries, err := m.FetchEntries(fs, true)
 				if err != nil {
 					return nil, fmt.Errorf("catalog: manifest %s: %w", m.FilePath(), err)

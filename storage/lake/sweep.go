@@ -30,9 +30,9 @@ const listPage = 1000
 // that planned their scan before it was replaced, until the snapshot that
 // published it is older than olderThan. olderThan must exceed the longest
 // time a run takes to write and commit its snapshot, because the parts of a
-// run in progress are only as old as the run. Before it sweeps, Sweep
-// imports the _latest pointers that the lake wrote before it had a catalog
-// (ImportPointers), so that their runs are kept.
+// run in progress are only as old as the run. Sweep also imports the _latest
+// pointers that the lake wrote before it had a catalog (ImportPointers), so
+// that their runs are kept.
 func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
 	if olderThan < 0 {
 		return 0, pipeline.Errorf(pipeline.Invalid, "lake sweep: negative age %s", olderThan)
@@ -41,13 +41,13 @@ func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	if _, err := l.ImportPointers(ctx); err != nil {
-		return 0, err
-	}
 	live, err := cat.Expire(ctx, olderThan)
 	if err != nil {
 		return 0, fmt.Errorf("lake sweep: %w", err)
 	}
+	// One listing, after the expiry has deleted what only expired
+	// snapshots referenced, serves the import, the temporary parts and
+	// the run folders.
 	cutoff := l.opts.Now().Add(-olderThan)
 	type run struct {
 		keys   []string
@@ -55,9 +55,13 @@ func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) 
 		newest time.Time
 	}
 	runs := map[string]*run{}
-	var tmp []string
+	var tmp, pointers []string
 	err = l.each(ctx, func(o pipeline.ObjectInfo) {
 		rest := strings.TrimPrefix(o.Key, root)
+		if isPointer(o.Key) {
+			pointers = append(pointers, o.Key)
+			return
+		}
 		if strings.HasPrefix(rest, "_tmp/") {
 			if o.Modified.Before(cutoff) {
 				tmp = append(tmp, o.Key)
@@ -80,13 +84,22 @@ func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) 
 			runs[rk] = r
 		}
 		r.keys = append(r.keys, o.Key)
-		r.live = r.live || live[o.Key]
 		if o.Modified.After(r.newest) {
 			r.newest = o.Modified
 		}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("lake sweep: list: %w", err)
+	}
+	_, imported, err := l.importPointers(ctx, cat, pointers)
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range imported {
+		live[k] = true
+	}
+	for _, r := range runs {
+		r.live = slices.ContainsFunc(r.keys, func(k string) bool { return live[k] })
 	}
 
 	removed := 0
@@ -143,39 +156,57 @@ func (l *Lake) ImportPointers(ctx context.Context) (int, error) {
 	}
 	var pointers []string
 	err = l.each(ctx, func(o pipeline.ObjectInfo) {
-		seg := strings.Split(strings.TrimPrefix(o.Key, root), "/")
-		if len(seg) == 3 && strings.HasPrefix(seg[1], "delivery_day=") && seg[2] == pointerSeg {
+		if isPointer(o.Key) {
 			pointers = append(pointers, o.Key)
 		}
 	})
 	if err != nil {
 		return 0, fmt.Errorf("lake import: list: %w", err)
 	}
+	n, _, err := l.importPointers(ctx, cat, pointers)
+	return n, err
+}
+
+// isPointer tells whether key is a day's _latest pointer
+// (lake/<dataset>/delivery_day=<day>/_latest).
+func isPointer(key string) bool {
+	seg := strings.Split(strings.TrimPrefix(key, root), "/")
+	return len(seg) == 3 && strings.HasPrefix(seg[1], "delivery_day=") && seg[2] == pointerSeg
+}
+
+// importPointers publishes the runs that the pointers at keys name, as
+// ImportPointers describes, and returns how many it published and the keys
+// of their files, which are current now.
+func (l *Lake) importPointers(ctx context.Context, cat Catalog, pointers []string) (int, []string, error) {
 	n := 0
+	var current []string
 	for _, key := range pointers {
 		s, err := l.readPointer(ctx, key)
 		if err != nil {
-			return n, fmt.Errorf("lake import: %w", err)
+			return n, current, fmt.Errorf("lake import: %w", err)
 		}
 		schema, err := l.fileSchema(ctx, s.Files[0].Key)
 		if err != nil {
-			return n, fmt.Errorf("lake import %s: %w", key, err)
+			return n, current, fmt.Errorf("lake import %s: %w", key, err)
 		}
 		err = cat.Publish(ctx, Publication{Dataset: s.Dataset, Day: s.Day, RunID: s.RunID, Schema: schema, Files: s.Files,
 			WrittenAt: s.WrittenAt})
 		switch {
 		case err == nil:
 			n++
+			for _, f := range s.Files {
+				current = append(current, f.Key)
+			}
 			slog.InfoContext(ctx, "lake: imported a run from its _latest pointer into the catalog",
 				"dataset", s.Dataset, "day", s.Day.String(), "run", s.RunID)
 		case pipeline.KindOf(err) != pipeline.Conflict:
-			return n, fmt.Errorf("lake import %s: %w", key, err)
+			return n, current, fmt.Errorf("lake import %s: %w", key, err)
 		}
 		if err := l.b.Delete(ctx, key); err != nil {
-			return n, fmt.Errorf("lake import: delete %s: %w", key, err)
+			return n, current, fmt.Errorf("lake import: delete %s: %w", key, err)
 		}
 	}
-	return n, nil
+	return n, current, nil
 }
 
 // deletePrefix removes every object under prefix.
