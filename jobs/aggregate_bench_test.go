@@ -4,17 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
-	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 )
 
@@ -34,20 +30,13 @@ func BenchmarkAggregateStage(b *testing.B) {
 	n := benchLocations(b, EnvBenchAggLocations, 150_000)
 	ctx := context.Background()
 	env := newChainBench(b, n)
-	db, bucket, dir := env.db, env.bucket, env.dir
-	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir, Catalog: env.cat})
+	db, bucket := env.db, env.bucket
+	lk := env.lake(env.cat)
 	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
 	if run, err := r.RunStage(ctx, pipeline.StageForecast, day, "bench"); err != nil || run.Status != pipeline.RunSucceeded {
 		b.Fatalf("forecast stage: %v %+v", err, run)
 	}
-	snap, err := lk.Latest(ctx, pipeline.DatasetForecastMalo, day)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var files []string
-	for _, f := range snap.Files {
-		files = append(files, laketest.Quote(filepath.Join(dir, "bucket", f.Key)))
-	}
+	snap, files := env.forecastFiles(b, lk)
 	query := fmt.Sprintf(`select portfolio, control_area, kind, qh_index, sum(power_mw) as mw
 		from read_parquet([%s]) group by all`, strings.Join(files, ","))
 	duck := laketest.DuckDB(b)
@@ -57,6 +46,7 @@ func BenchmarkAggregateStage(b *testing.B) {
 	for b.Loop() {
 		start := time.Now()
 		var run pipeline.Run
+		var err error
 		// The label lets `go tool pprof -tagfocus=stage=aggregate` show the
 		// stage alone, with the goroutines it starts, without the setup.
 		pprof.Do(ctx, pprof.Labels("stage", "aggregate"), func(ctx context.Context) {

@@ -47,7 +47,7 @@ func BenchmarkChain(b *testing.B) {
 	db, bucket, dir, probe, sc := env.db, env.bucket, env.dir, env.probe, env.sc
 
 	timed := &timedCatalog{Catalog: env.cat, took: map[string]time.Duration{}}
-	lk := lake.New(bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: dir, Catalog: timed})
+	lk := env.lake(timed)
 	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
 	duck := laketest.DuckDB(b)
 	b.ResetTimer()
@@ -98,14 +98,7 @@ func BenchmarkChain(b *testing.B) {
 
 		// DuckDB aggregates the same forecast_malo files to control-area
 		// totals per quarter-hour, as the aggregate stage does.
-		snap, err := lk.Latest(ctx, pipeline.DatasetForecastMalo, day)
-		if err != nil {
-			b.Fatal(err)
-		}
-		var files []string
-		for _, f := range snap.Files {
-			files = append(files, laketest.Quote(filepath.Join(dir, "bucket", f.Key)))
-		}
+		_, files := env.forecastFiles(b, lk)
 		res, err := duck.Query(ctx, fmt.Sprintf(`select portfolio, control_area, kind, qh_index, sum(power_mw) as mw
 			from read_parquet([%s]) group by all`, strings.Join(files, ",")))
 		if err != nil {
@@ -187,6 +180,27 @@ type chainBench struct {
 	dir    string
 	probe  string // a malo in the middle, for DuckDB's filter on one location
 	sc     jobs.SynthConfig
+}
+
+// lake is a lake on the benchmark's store that publishes through cat (the
+// benchmark's catalog, or a wrapper of it).
+func (c chainBench) lake(cat lake.Catalog) *lake.Lake {
+	return lake.New(c.bucket, lake.Options{Alloc: memory.NewGoAllocator(), SpoolDir: c.dir, Catalog: cat})
+}
+
+// forecastFiles returns the current forecast_malo snapshot and the paths
+// of its files as SQL literals, for DuckDB's read_parquet.
+func (c chainBench) forecastFiles(b *testing.B, lk *lake.Lake) (lake.Snapshot, []string) {
+	b.Helper()
+	snap, err := lk.Latest(context.Background(), pipeline.DatasetForecastMalo, day)
+	if err != nil {
+		b.Fatal(err)
+	}
+	files := make([]string, len(snap.Files))
+	for i, f := range snap.Files {
+		files[i] = laketest.Quote(filepath.Join(c.dir, "bucket", f.Key))
+	}
+	return snap, files
 }
 
 // newChainBench stages the portfolio of n locations; the database closes

@@ -92,7 +92,7 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 		entries, len(profiles), jobs.SynthMGA(0), jobs.SynthMGA(2)), "metered_days", entries, "profiles", len(profiles))
 
 	bar := a.newProgress("stage", false)
-	r, _, err := a.newRunner(db, bucket, nil, stageProgress(bar))
+	r, _, err := a.newRunner(ctx, db, bucket, nil, stageProgress(bar))
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ func cmdLakeFiles(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		defer db.Close()
-		cat, err := a.openCatalog(db, bucket)
+		cat, err := a.openCatalog(ctx, db, bucket)
 		if err != nil {
 			return err
 		}

@@ -281,7 +281,7 @@ func (a *app) serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	runner, lk, err := a.newRunner(db, bucket, reg, nil)
+	runner, lk, err := a.newRunner(ctx, db, bucket, reg, nil)
 	if err != nil {
 		return err
 	}

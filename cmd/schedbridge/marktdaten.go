@@ -133,7 +133,7 @@ func cmdKalkulation(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		defer db.Close()
-		r, _, err := a.newRunner(db, bucket, nil, nil)
+		r, _, err := a.newRunner(ctx, db, bucket, nil, nil)
 		if err != nil {
 			return err
 		}

@@ -142,13 +142,13 @@ func mergeDefaults(def, over map[pipeline.ControlArea]string) map[pipeline.Contr
 }
 
 // newRunner wires the runner to the database, the lake and the outbox.
-func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Registerer, progress func(pipeline.Stage, int64, int64)) (*jobs.Runner, *lake.Lake, error) {
+func (a *app) newRunner(ctx context.Context, db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Registerer, progress func(pipeline.Stage, int64, int64)) (*jobs.Runner, *lake.Lake, error) {
 	cfg, err := a.runnerConfig()
 	if err != nil {
 		return nil, nil, err
 	}
 	cfg.Progress = progress
-	cat, err := a.openCatalog(db, bucket)
+	cat, err := a.openCatalog(ctx, db, bucket)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,12 +166,12 @@ func (a *app) newRunner(db *sqldb.DB, bucket objstore.Bucket, reg prometheus.Reg
 // openCatalog opens the lake's Iceberg catalog in the service's database,
 // with the bucket as its warehouse. The catalog is shared by the runners of
 // a process and lives as long as the database.
-func (a *app) openCatalog(db *sqldb.DB, bucket objstore.Bucket) (*catalog.Catalog, error) {
+func (a *app) openCatalog(ctx context.Context, db *sqldb.DB, bucket objstore.Bucket) (*catalog.Catalog, error) {
 	w, props, err := catalog.Warehouse(bucket)
 	if err != nil {
 		return nil, err
 	}
-	return catalog.Open(context.Background(), catalog.Config{DB: db.SQL(), Postgres: db.Dialect() == sqldb.Postgres,
+	return catalog.Open(ctx, catalog.Config{DB: db.SQL(), Postgres: db.Dialect() == sqldb.Postgres,
 		Warehouse: w, IO: props})
 }
 
@@ -231,7 +231,7 @@ func cmdRun(a *app, fs *flag.FlagSet) action {
 			a.checkStored(ctx, db)
 		}
 		bar := a.newProgress("stage", false)
-		r, _, err := a.newRunner(db, bucket, nil, stageProgress(bar))
+		r, _, err := a.newRunner(ctx, db, bucket, nil, stageProgress(bar))
 		if err != nil {
 			return err
 		}

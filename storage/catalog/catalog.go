@@ -480,9 +480,9 @@ func (c *Catalog) Expire(ctx context.Context, olderThan time.Duration) (map[stri
 // compile-time check that the lake can publish through the catalog.
 var _ lake.Catalog = (*Catalog)(nil)
 
-// LocalWarehouse is the warehouse of the local directory store rooted at
+// localWarehouse is the warehouse of the local directory store rooted at
 // dir (storage/objstore.NewLocal), for iceberg-go's local file IO.
-func LocalWarehouse(dir string) (string, error) {
+func localWarehouse(dir string) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", err
@@ -490,10 +490,10 @@ func LocalWarehouse(dir string) (string, error) {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), nil
 }
 
-// S3Warehouse is the warehouse and the IO properties of the S3 bucket that
+// s3Warehouse is the warehouse and the IO properties of the S3 bucket that
 // cfg names (storage/objstore.NewS3), for iceberg-go's S3 IO. MinIO and other
 // servers on an endpoint of their own are addressed by path.
-func S3Warehouse(cfg objstore.S3Config) (string, map[string]string) {
+func s3Warehouse(cfg objstore.S3Config) (string, map[string]string) {
 	scheme := "http://"
 	if cfg.UseSSL {
 		scheme = "https://"
@@ -522,10 +522,10 @@ func (c *Catalog) LoadTable(ctx context.Context, dataset string) (*table.Table, 
 func Warehouse(b objstore.Bucket) (string, map[string]string, error) {
 	switch b := b.(type) {
 	case *objstore.Local:
-		w, err := LocalWarehouse(b.Dir())
+		w, err := localWarehouse(b.Dir())
 		return w, nil, err
 	case *objstore.S3:
-		w, props := S3Warehouse(b.Config())
+		w, props := s3Warehouse(b.Config())
 		return w, props, nil
 	}
 	return "", nil, fmt.Errorf("catalog: no Iceberg file IO for a %T store", b)

@@ -55,27 +55,17 @@ func newEnv(t *testing.T, d sqldb.Dialect, minio bool) (*env, *catalogtest.Hooke
 		// times, which the stores take from the machine's clock.
 		clock: clocktest.New(time.Now().UTC())}
 	t.Cleanup(func() { e.alloc.AssertSize(t, 0) })
-	cfg := catalog.Config{DB: e.db.SQL(), Postgres: d == sqldb.Postgres}
 	var err error
 	if minio {
-		s3 := objtest.MinIO(t)
-		if e.bucket, err = objstore.NewS3(ctx, s3); err != nil {
-			t.Fatal(err)
-		}
-		cfg.Warehouse, cfg.IO = catalog.S3Warehouse(s3)
+		e.bucket, err = objstore.NewS3(ctx, objtest.MinIO(t))
 	} else {
 		e.localDir = filepath.Join(t.TempDir(), "bucket")
-		if e.bucket, err = objstore.NewLocal(e.localDir); err != nil {
-			t.Fatal(err)
-		}
-		if cfg.Warehouse, err = catalog.LocalWarehouse(e.localDir); err != nil {
-			t.Fatal(err)
-		}
+		e.bucket, err = objstore.NewLocal(e.localDir)
 	}
-	if e.cat, err = catalog.Open(ctx, cfg); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.cat.Close() })
+	e.cat = catalogtest.Open(t, e.db, e.bucket)
 	p := &catalogtest.Hooked{Catalog: e.cat}
 	e.lake = lake.New(e.bucket, lake.Options{Catalog: p, Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir()})
 	return e, p
@@ -444,15 +434,7 @@ func TestConcurrentPublishers(t *testing.T) {
 			e, _ := newEnv(t, d, false)
 			// A second replica: its own catalog and lake on the same
 			// database and store.
-			w, props, err := catalog.Warehouse(e.bucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			other, err := catalog.Open(ctx, catalog.Config{DB: e.db.SQL(), Postgres: d == sqldb.Postgres, Warehouse: w, IO: props})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer other.Close()
+			other := catalogtest.Open(t, e.db, e.bucket)
 			lakes := []*lake.Lake{e.lake, lake.New(e.bucket, lake.Options{Catalog: other, Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir()})}
 			// The table exists before the race, as it does after the first run.
 			first := pipeline.NewDay(2026, time.November, 1)

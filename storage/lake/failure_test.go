@@ -74,6 +74,27 @@ func (f *faultyBucket) arm(put func(string) bool, move func(int) bool) {
 	f.failPut, f.failMove, f.moves = put, move, 0
 }
 
+// writeUnpublished writes a run of locs locations whose catalog commit
+// fails: its files are at their final keys, but it is not published, as a
+// process that died between the two would leave it.
+func writeUnpublished(t *testing.T, l *lake.Lake, cat *catalogtest.Hooked, d pipeline.Day, runID int64, locs int) {
+	t.Helper()
+	ctx := ctxT(t)
+	failPublish(cat, true)
+	defer failPublish(cat, false)
+	w, err := l.Create(ctx, fm, d, runID, pipeline.ForecastMaloSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := writeDayLocs(w, d, 0, locs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx); !errors.Is(err, errInjected) {
+		t.Fatalf("commit of run %d with a failing catalog: %v", runID, err)
+	}
+}
+
 // failPublish makes the catalog's Publish fail (or succeed again): the
 // stand-in for a process that died between moving its parts and the
 // catalog's commit.
@@ -287,23 +308,8 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 	first := writeDay(t, l, day, 1, 5)
 	clk.Set(base.Add(90 * time.Minute))
 	second := writeDay(t, l, day, 2, 6)
-	crash := func(d pipeline.Day, runID int64) {
-		failPublish(cat, true)
-		defer failPublish(cat, false)
-		w, err := l.Create(ctx, fm, d, runID, pipeline.ForecastMaloSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Abort()
-		if err := writeDayLocs(w, d, 0, 2); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(ctx); !errors.Is(err, errInjected) {
-			t.Fatalf("crashed commit: %v", err)
-		}
-	}
-	crash(day, 3)
-	crash(day.AddDays(1), 10) // a day without any published run
+	writeUnpublished(t, l, cat, day, 3, 2)
+	writeUnpublished(t, l, cat, day.AddDays(1), 10, 2) // a day without any published run
 	// The files of an unpublished run are not current.
 	if got, err := l.Latest(ctx, fm, day); err != nil || !snapEqual(got, second) {
 		t.Fatalf("Latest after run 3 crashed = %+v, %v; want run 2", got, err)
@@ -407,19 +413,7 @@ func testImportPointers(t *testing.T, b objstore.Bucket) {
 	// catalog, which the old writer did not have.
 	legacy := func(d pipeline.Day, runID int64, locs int) lake.Snapshot {
 		t.Helper()
-		failPublish(cat, true)
-		defer failPublish(cat, false)
-		w, err := l.Create(ctx, fm, d, runID, pipeline.ForecastMaloSchema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer w.Abort()
-		if err := writeDayLocs(w, d, 0, locs); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := w.Commit(ctx); !errors.Is(err, errInjected) {
-			t.Fatalf("commit of legacy run %d: %v", runID, err)
-		}
+		writeUnpublished(t, l, cat, d, runID, locs)
 		s := lake.Snapshot{Dataset: fm, Day: d, RunID: runID, Rows: int64(locs * d.Intervals())}
 		var files []string
 		for i, k := range listKeys(t, b, fmt.Sprintf("lake/forecast_malo/delivery_day=%s/run=%d/", d, runID)) {
