@@ -173,14 +173,7 @@ func TestBulkStageCommit(t *testing.T) {
 			meteredDay("10000000001", 1), meteredDay("10000000002", 1)}); err != nil {
 			t.Fatal(err)
 		}
-		claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
-		if err != nil || !ok {
-			t.Fatalf("claim = %v, %v", ok, err)
-		}
-		st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		claim, st := claimAndBegin(t, db)
 		defer st.Rollback()
 		for _, batch := range [][]pipeline.MeteredEntry{
 			{meteredDay("10000000001", 1), meteredDay("10000000002", 2), meteredDay("10000000003", 3)},
@@ -262,14 +255,7 @@ func TestBulkStageFirstLoad(t *testing.T) {
 		if _, err := db.StageMetered(ctx, audit("p2", "api"), []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
 			t.Fatal(err)
 		}
-		claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
-		if err != nil || !ok {
-			t.Fatalf("claim = %v, %v", ok, err)
-		}
-		st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		claim, st := claimAndBegin(t, db)
 		defer st.Rollback()
 		for _, batch := range [][]pipeline.MeteredEntry{
 			{meteredDay("10000000001", 1), meteredDay("10000000002", 2)},
@@ -306,4 +292,20 @@ func TestBulkStageFirstLoad(t *testing.T) {
 			t.Errorf("p3 versions after the failed file = %d, want 0", n)
 		}
 	})
+}
+
+// claimAndBegin claims p1's metered-data file a.csv as "me" and begins its
+// bulk staging of metered days.
+func claimAndBegin(t *testing.T, db *sqldb.DB) (pipeline.InboxFile, *sqldb.BulkStage) {
+	t.Helper()
+	ctx := context.Background()
+	claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("claim = %v, %v", ok, err)
+	}
+	st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return claim, st
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
 
@@ -43,10 +44,7 @@ func BenchmarkCurrentLocations(b *testing.B) {
 	for _, d := range sqltest.Backends {
 		b.Run(string(d), func(b *testing.B) {
 			ctx := context.Background()
-			db := sqltest.Open(b, d)
-			if _, err := db.PutPortfolio(ctx, pipeline.Portfolio{ID: "p1", Name: "Bench", ControlAreas: pipeline.ControlAreas}, t0); err != nil {
-				b.Fatal(err)
-			}
+			db := benchDB(b, d)
 			const n = 100000
 			if _, err := db.StageLocations(ctx, audit("p1", "seed"), benchLocations(n)); err != nil {
 				b.Fatal(err)
@@ -78,10 +76,7 @@ func BenchmarkMeteredHistory(b *testing.B) {
 	for _, d := range sqltest.Backends {
 		b.Run(string(d), func(b *testing.B) {
 			ctx := context.Background()
-			db := sqltest.Open(b, d)
-			if _, err := db.PutPortfolio(ctx, pipeline.Portfolio{ID: "p1", Name: "Bench", ControlAreas: pipeline.ControlAreas}, t0); err != nil {
-				b.Fatal(err)
-			}
+			db := benchDB(b, d)
 			const malos, weeks = 2000, 8
 			vals := make([]float64, 96)
 			for q := range vals {
@@ -120,4 +115,15 @@ func BenchmarkMeteredHistory(b *testing.B) {
 			b.ReportMetric(float64(malos*weeks)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 		})
 	}
+}
+
+// benchDB opens a database of the backend with the portfolio p1 in all
+// control areas.
+func benchDB(b *testing.B, d sqldb.Dialect) *sqldb.DB {
+	b.Helper()
+	db := sqltest.Open(b, d)
+	if _, err := db.PutPortfolio(context.Background(), pipeline.Portfolio{ID: "p1", Name: "Bench", ControlAreas: pipeline.ControlAreas}, t0); err != nil {
+		b.Fatal(err)
+	}
+	return db
 }
