@@ -54,15 +54,11 @@ func (d *Duck) IcebergFiles(ctx context.Context, metadataPath, snapshotID string
 	if err := json.Unmarshal(pkg, &meta); err != nil || meta.Version != AvscVersion {
 		return nil, fmt.Errorf("laketest: %s has avsc %q, want %s: run `make test-deps`", d.dir, meta.Version, AvscVersion)
 	}
-	script := filepath.Join(filepath.Dir(d.script), "iceberg.mjs")
-	if err := os.WriteFile(script, icebergScript, 0o600); err != nil {
-		return nil, err
-	}
 	in, err := json.Marshal(map[string]string{"metadata": metadataPath, "snapshot": snapshotID})
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := d.run(ctx, script, in)
+	stdout, err := d.run(ctx, d.iceberg, in)
 	if err != nil {
 		return nil, fmt.Errorf("iceberg reader %s: %w", metadataPath, err)
 	}

@@ -35,9 +35,10 @@ var queryScript []byte
 // Duck runs SQL in DuckDB. Each Query or QueryAll starts a fresh in-memory
 // database in a new node process.
 type Duck struct {
-	node   string
-	dir    string // npm prefix holding node_modules/@duckdb/node-api
-	script string
+	node    string
+	dir     string // npm prefix holding node_modules/@duckdb/node-api
+	script  string
+	iceberg string // the Iceberg reader's script (IcebergFiles)
 }
 
 // Result is a query's answer. BIGINT, HUGEINT and DECIMAL values arrive as
@@ -88,11 +89,14 @@ func DuckDB(tb testing.TB) *Duck {
 	if err := json.Unmarshal(pkg, &meta); err != nil || meta.Version != DuckDBNodeVersion {
 		tb.Fatalf("laketest: %s has @duckdb/node-api %q, want %s: run `make test-deps`", dir, meta.Version, DuckDBNodeVersion)
 	}
-	script := filepath.Join(tb.TempDir(), "query.mjs")
-	if err := os.WriteFile(script, queryScript, 0o600); err != nil {
-		tb.Fatal(err)
+	scripts := tb.TempDir()
+	d := &Duck{node: node, dir: dir, script: filepath.Join(scripts, "query.mjs"), iceberg: filepath.Join(scripts, "iceberg.mjs")}
+	for path, body := range map[string][]byte{d.script: queryScript, d.iceberg: icebergScript} {
+		if err := os.WriteFile(path, body, 0o600); err != nil {
+			tb.Fatal(err)
+		}
 	}
-	return &Duck{node: node, dir: dir, script: script}
+	return d
 }
 
 // Query runs one SQL statement and returns its rows.
