@@ -79,16 +79,40 @@ func (f *faultyBucket) arm(put func(string) bool, move func(int) bool) {
 // process that died between the two would leave it.
 func writeUnpublished(t *testing.T, l *lake.Lake, cat *catalogtest.Hooked, d pipeline.Day, runID int64, locs int) {
 	t.Helper()
+	writeUnpublishedAs(t, l, cat, d, runID, locs, pipeline.ForecastMaloSchema)
+}
+
+// writeUnpublishedAs is writeUnpublished with the timestamps in the unit of
+// schema's ts_utc, as the writer wrote them before they were microseconds.
+func writeUnpublishedAs(t *testing.T, l *lake.Lake, cat *catalogtest.Hooked, d pipeline.Day, runID int64, locs int, schema *arrow.Schema) {
+	t.Helper()
 	ctx := ctxT(t)
 	failPublish(cat, true)
 	defer failPublish(cat, false)
-	w, err := l.Create(ctx, fm, d, runID, pipeline.ForecastMaloSchema)
+	w, err := l.Create(ctx, fm, d, runID, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Abort()
-	if err := writeDayLocs(w, d, 0, locs); err != nil {
-		t.Fatal(err)
+	unit := schema.Field(pipeline.FMTS).Type.(*arrow.TimestampType)
+	mem := memory.NewGoAllocator()
+	for loc := 0; loc < locs; loc += 3 {
+		rec := forecastBatch(mem, d, loc, min(3, locs-loc))
+		cols := slices.Clone(rec.Columns())
+		b := array.NewTimestampBuilder(mem, unit)
+		for _, v := range cols[pipeline.FMTS].(*array.Timestamp).Values() {
+			b.Append(arrow.Timestamp(arrow.ConvertTimestampValue(arrow.Microsecond, unit.Unit, int64(v))))
+		}
+		cols[pipeline.FMTS] = b.NewArray()
+		conv := array.NewRecordBatch(schema, cols, rec.NumRows())
+		err := w.Write(conv)
+		conv.Release()
+		cols[pipeline.FMTS].Release()
+		b.Release()
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := w.Commit(ctx); !errors.Is(err, errInjected) {
 		t.Fatalf("commit of run %d with a failing catalog: %v", runID, err)
@@ -411,9 +435,9 @@ func testImportPointers(t *testing.T, b objstore.Bucket) {
 	// legacy writes a run's files to their final keys, as the old writer
 	// did, and the pointer that named them; the commit fails at the
 	// catalog, which the old writer did not have.
-	legacy := func(d pipeline.Day, runID int64, locs int) lake.Snapshot {
+	legacy := func(d pipeline.Day, runID int64, locs int, schema *arrow.Schema) lake.Snapshot {
 		t.Helper()
-		writeUnpublished(t, l, cat, d, runID, locs)
+		writeUnpublishedAs(t, l, cat, d, runID, locs, schema)
 		s := lake.Snapshot{Dataset: fm, Day: d, RunID: runID, Rows: int64(locs * d.Intervals())}
 		var files []string
 		for i, k := range listKeys(t, b, fmt.Sprintf("lake/forecast_malo/delivery_day=%s/run=%d/", d, runID)) {
@@ -433,13 +457,18 @@ func testImportPointers(t *testing.T, b objstore.Bucket) {
 		return s
 	}
 	// A day that only a pointer publishes, in two parts.
-	old := legacy(day, 3, 3)
+	old := legacy(day, 3, 3, pipeline.ForecastMaloSchema)
 	if len(old.Files) != 2 {
 		t.Fatalf("legacy run %+v, want 2 parts", old)
 	}
 	// A day whose pointer names a run older than the catalog's.
 	other := day.AddDays(1)
-	stale := legacy(other, 4, 1)
+	stale := legacy(other, 4, 1, pipeline.ForecastMaloSchema)
+	// A day written before ts_utc was in microseconds.
+	fields := slices.Clone(pipeline.ForecastMaloSchema.Fields())
+	fields[pipeline.FMTS].Type = &arrow.TimestampType{Unit: arrow.Millisecond, TimeZone: "UTC"}
+	millisDay := day.AddDays(2)
+	millis := legacy(millisDay, 6, 2, arrow.NewSchema(fields, nil))
 	newer := writeDay(t, l, other, 5, 2)
 	for _, d := range []pipeline.Day{day, other} {
 		if !exists(t, b, pointerKey(d)) {
@@ -463,7 +492,30 @@ func testImportPointers(t *testing.T, b objstore.Bucket) {
 	if got, err := l.Latest(ctx, fm, other); err != nil || !snapEqual(got, newer) {
 		t.Errorf("Latest of %s after the import = %+v, %v; want the catalog's run 5", other, got, err)
 	}
-	for _, d := range []pipeline.Day{day, other} {
+	// The millisecond run is written again, in place, in microseconds: the
+	// same run, rows and instants, now in the unit Iceberg reads.
+	got, err := l.Latest(ctx, fm, millisDay)
+	if err != nil || got.RunID != 6 || got.Rows != millis.Rows {
+		t.Fatalf("Latest of the millisecond run after the import = %+v, %v; want run 6 with %d rows", got, err, millis.Rows)
+	}
+	ts := millisDay.QuarterStartsMicros()
+	var checked int64
+	if err := l.Read(ctx, got, []string{"qh_index", "ts_utc"}, func(rec arrow.RecordBatch) error {
+		if unit := rec.Column(1).DataType().(*arrow.TimestampType).Unit; unit != arrow.Microsecond {
+			t.Fatalf("imported ts_utc in %s, want microseconds", unit)
+		}
+		qh, at := rec.Column(0).(*array.Int16), rec.Column(1).(*array.Timestamp)
+		for i := range int(rec.NumRows()) {
+			if int64(at.Value(i)) != ts[qh.Value(i)] {
+				t.Fatalf("imported row %d at %d, want %d", i, at.Value(i), ts[qh.Value(i)])
+			}
+			checked++
+		}
+		return nil
+	}); err != nil || checked != millis.Rows {
+		t.Errorf("read of the imported millisecond run: %d rows, %v", checked, err)
+	}
+	for _, d := range []pipeline.Day{day, other, millisDay} {
 		if exists(t, b, pointerKey(d)) {
 			t.Errorf("the pointer of %s is still there after the import", d)
 		}

@@ -10,6 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -189,8 +193,16 @@ func (l *Lake) importPointers(ctx context.Context, cat Catalog, pointers []strin
 		if err != nil {
 			return n, current, fmt.Errorf("lake import %s: %w", key, err)
 		}
-		err = cat.Publish(ctx, Publication{Dataset: s.Dataset, Day: s.Day, RunID: s.RunID, Schema: schema, Files: s.Files,
-			WrittenAt: s.WrittenAt})
+		if micro, ok := microTimestamps(schema); ok {
+			// Files from before ts_utc was in microseconds: Iceberg reads
+			// timestamps and their bounds in microseconds, and iceberg-go's
+			// scan refuses other units, so the run is written again, in
+			// place, and published by that writer's commit.
+			err = l.rewrite(ctx, s, micro)
+		} else {
+			err = cat.Publish(ctx, Publication{Dataset: s.Dataset, Day: s.Day, RunID: s.RunID, Schema: schema, Files: s.Files,
+				WrittenAt: s.WrittenAt})
+		}
 		switch {
 		case err == nil:
 			n++
@@ -207,6 +219,78 @@ func (l *Lake) importPointers(ctx context.Context, cat Catalog, pointers []strin
 		}
 	}
 	return n, current, nil
+}
+
+// microTimestamps returns schema with its timestamps in microseconds, and
+// whether any field was in another unit.
+func microTimestamps(schema *arrow.Schema) (*arrow.Schema, bool) {
+	fields := slices.Clone(schema.Fields())
+	changed := false
+	for i, f := range fields {
+		if ts, ok := f.Type.(*arrow.TimestampType); ok && ts.Unit != arrow.Microsecond {
+			fields[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: ts.TimeZone}
+			changed = true
+		}
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md), changed
+}
+
+// rewrite writes the run of snapshot s again with schema, whose timestamps
+// are in microseconds, under the same run id: the writer's Commit replaces
+// the run's files and publishes them. A failure leaves the old files and
+// the pointer for the next sweep.
+func (l *Lake) rewrite(ctx context.Context, s Snapshot, schema *arrow.Schema) error {
+	w, err := l.Create(ctx, s.Dataset, s.Day, s.RunID, schema)
+	if err != nil {
+		return err
+	}
+	defer w.Abort()
+	err = l.Read(ctx, s, nil, func(rec arrow.RecordBatch) error {
+		conv := toSchema(rec, schema, l.opts.Alloc)
+		defer conv.Release()
+		return w.Write(conv)
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.Commit(ctx)
+	return err
+}
+
+// toSchema returns rec under schema, whose timestamp columns may be in
+// another unit than rec's; the other columns are shared.
+func toSchema(rec arrow.RecordBatch, schema *arrow.Schema, alloc memory.Allocator) arrow.RecordBatch {
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i, c := range rec.Columns() {
+		to, ok := schema.Field(i).Type.(*arrow.TimestampType)
+		from, isTS := c.DataType().(*arrow.TimestampType)
+		if !ok || !isTS || from.Unit == to.Unit {
+			c.Retain()
+			cols[i] = c
+			continue
+		}
+		vals := c.(*array.Timestamp)
+		b := array.NewTimestampBuilder(alloc, to)
+		b.Reserve(vals.Len())
+		for j := range vals.Len() {
+			if vals.IsNull(j) {
+				b.AppendNull()
+			} else {
+				b.Append(arrow.Timestamp(arrow.ConvertTimestampValue(from.Unit, to.Unit, int64(vals.Value(j)))))
+			}
+		}
+		cols[i] = b.NewArray()
+		b.Release()
+	}
+	return array.NewRecordBatch(schema, cols, rec.NumRows())
 }
 
 // deletePrefix removes every object under prefix.
