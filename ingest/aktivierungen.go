@@ -48,9 +48,9 @@ func DecodeActivations(body []byte) ([]zeitreihen.Activation, error) {
 	loc := bodyPath()
 	var out []zeitreihen.Activation
 	if v, l, _ := c.listField(root, loc, "aktivierungen", required); v != nil {
-		out = c.activationList(l, c.elems(v))
+		out = activationList(c, l, c.elems(v))
 	}
-	c.forbidExtra(loc, root, []string{"aktivierungen"})
+	forbidExtra(c, loc, root, []string{"aktivierungen"})
 	if err := c.err(); err != nil {
 		return nil, err
 	}
@@ -74,9 +74,9 @@ func keyOfActivation(a zeitreihen.Activation) activationKey {
 
 // activationList validates the records of the list at loc; the result is
 // nil unless all are valid.
-func (c *checker) activationList(loc path, elems []node) []zeitreihen.Activation {
+func activationList(c *checker, loc path, elems []node) []zeitreihen.Activation {
 	if len(elems) > maxActivations {
-		c.tooLong(loc, len(elems), maxActivations)
+		tooLong(c, loc, len(elems), maxActivations)
 		return nil
 	}
 	out := make([]zeitreihen.Activation, 0, len(elems))
@@ -86,7 +86,7 @@ func (c *checker) activationList(loc path, elems []node) []zeitreihen.Activation
 			return nil
 		}
 		at := loc.index(i)
-		a, ok := c.activationModel(at, &elems[i])
+		a, ok := activationModel(c, at, &elems[i])
 		if !ok {
 			continue
 		}
@@ -106,7 +106,7 @@ func (c *checker) activationList(loc path, elems []node) []zeitreihen.Activation
 
 // activationModel validates one activation record: a JSON object, or a
 // CSV row as the object it stands for.
-func (c *checker) activationModel(loc path, n *node) (zeitreihen.Activation, bool) {
+func activationModel(c *checker, loc path, n *node) (zeitreihen.Activation, bool) {
 	var a zeitreihen.Activation
 	if !c.model(loc, n, "Aktivierung") {
 		return a, false
@@ -114,14 +114,14 @@ func (c *checker) activationModel(loc path, n *node) (zeitreihen.Activation, boo
 	var bis pipeline.Day
 	ok := enum(c, n, loc, "marktrolle", required, roleEnum, &a.Marktrolle)
 	ok = text(c, n, loc, "netzbetreiber_mp_id", required, dsoMPRule, &a.NetzbetreiberMPID) && ok
-	ok = c.eic(n, loc, "bilanzierungsgebiet", 'Y', &a.Bilanzierungsgebiet) && ok
-	ok = c.eic(n, loc, "bilanzkreis", 'X', &a.Bilanzkreis) && ok
+	ok = eic(c, n, loc, "bilanzierungsgebiet", 'Y', &a.Bilanzierungsgebiet) && ok
+	ok = eic(c, n, loc, "bilanzkreis", 'X', &a.Bilanzkreis) && ok
 	ok = enum(c, n, loc, "zeitreihentyp", required, seriesTypeEnum, &a.Zeitreihentyp) && ok
 	ok = enum(c, n, loc, "aktion", required, actionEnum, &a.Aktion) && ok
 	ok = c.dateField(n, loc, "gueltig_ab", required, &a.GueltigAb) && ok
 	ok = c.dateField(n, loc, "gueltig_bis", optional, &bis) && ok
 	ok = text(c, n, loc, "referenz", optional, anyText, &a.Referenz) && ok
-	ok = c.forbidExtra(loc, n, activationFields) && ok
+	ok = forbidExtra(c, loc, n, activationFields) && ok
 	if !ok {
 		return a, false
 	}
@@ -148,15 +148,15 @@ func (c *checker) activationModel(loc path, n *node) (zeitreihen.Activation, boo
 // empty set. The error is a *SchemaError.
 func DecodeActivationsCSV(data []byte) ([]zeitreihen.Activation, error) {
 	c := &checker{}
-	cr := newCSVReader(bytes.NewReader(data))
+	cr := newCSVReader(bytes.NewReader(data), defaultCSVBuffer)
 	// The header is read by the bulk files' reader, which reports an
-	// unusable one to its run.
-	header := &bulkRun{opt: BulkOptions{MaxProblems: 1}}
-	names, ok := header.csvHeaderLine(cr, activationExample)
+	// unusable one.
+	var headerProblem string
+	names, ok := cr.headerLine(activationExample, func(msg string) { headerProblem = msg })
 	if !ok {
 		msg := "the file cannot be read"
-		if len(header.problems) > 0 {
-			msg = header.problems[0].Msg
+		if headerProblem != "" {
+			msg = headerProblem
 		}
 		return nil, csvHeaderError(msg)
 	}
@@ -230,7 +230,7 @@ func DecodeActivationsCSV(data []byte) ([]zeitreihen.Activation, error) {
 				continue
 			}
 			if !utf8.Valid(cells[j]) {
-				c.notUnicode(at.at(activationFields[f]), cells[j])
+				notUnicode(c, at.at(activationFields[f]), cells[j])
 				broken = true
 				continue
 			}
@@ -240,7 +240,7 @@ func DecodeActivationsCSV(data []byte) ([]zeitreihen.Activation, error) {
 			continue
 		}
 		row := node{kind: kindObject, obj: members}
-		a, ok := c.activationModel(at, &row)
+		a, ok := activationModel(c, at, &row)
 		if !ok {
 			continue
 		}
@@ -254,7 +254,7 @@ func DecodeActivationsCSV(data []byte) ([]zeitreihen.Activation, error) {
 	}
 	if rows > maxActivations {
 		c = &checker{}
-		c.tooLong(bodyPath(), rows, maxActivations)
+		tooLong(c, bodyPath(), rows, maxActivations)
 	}
 	if err := c.err(); err != nil {
 		return nil, err

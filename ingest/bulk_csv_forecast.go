@@ -174,10 +174,10 @@ func (r *bulkRun) fcRow(h *csvHeader, fc *fcFile, cells [][]byte, index, line in
 	row := node{kind: kindObject, obj: fc.members}
 
 	s := pipeline.Series{Unit: pipeline.MW}
-	ok := r.c.seriesKeys(&row, at, &s) && len(broken) == 0
+	ok := seriesKeys(&r.c, &row, at, &s) && len(broken) == 0
 	if len(broken) > 0 {
 		for _, f := range broken {
-			r.c.notUnicode(at.at(fcColumns[f]), cell(f))
+			notUnicode(&r.c, at.at(fcColumns[f]), cell(f))
 		}
 		// In the field order, as pydantic reports them.
 		slices.SortStableFunc(r.c.problems, func(a, b Problem) int {
@@ -187,7 +187,7 @@ func (r *bulkRun) fcRow(h *csvHeader, fc *fcFile, cells [][]byte, index, line in
 	r.takeCheckerColumns(line, 0, fcColumn)
 	vals, good := r.csvValues(h, values, index, line, "values")
 	r.res.Values += int64(len(vals))
-	ok = good && ok && r.c.seriesRule(at, &row)
+	ok = good && ok && seriesRule(&r.c, at, &row)
 	r.takeCheckerColumns(line, 0, fcColumn)
 	if ok && !r.failed() {
 		s.Values = slices.Clone(vals)
@@ -211,7 +211,7 @@ func (r *bulkRun) fcRow(h *csvHeader, fc *fcFile, cells [][]byte, index, line in
 	}
 	fc.mapping[string(malo)] = fcMapping{area: string(area), line: line}
 	if !utf8.Valid(area) {
-		r.c.notUnicode(bodyPath().at("malo_mapping").at(string(malo)), area)
+		notUnicode(&r.c, bodyPath().at("malo_mapping").at(string(malo)), area)
 		r.takeChecker(line, 0, "control_area")
 	}
 }
@@ -226,7 +226,7 @@ func (r *bulkRun) csvDeliveryDay(day []byte, line int, dst *pipeline.Day) {
 		// a file has no such object, so the input is left out.
 		r.c.fail(loc, "missing", "Field required", &node{kind: kindNull}, nil)
 	case !utf8.Valid(day):
-		r.c.notUnicode(loc, day)
+		notUnicode(&r.c, loc, day)
 	default:
 		r.c.dateValue(loc, &node{kind: kindString, str: string(day)}, dst)
 	}

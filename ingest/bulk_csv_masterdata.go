@@ -80,7 +80,7 @@ func (h *mdHeader) cellOf(cells [][]byte, f int) []byte {
 // mdHeader reads and checks the header line; ok is false when the file
 // cannot be read further (the problem is recorded, or cr.err is set).
 func (r *bulkRun) mdHeader(cr *csvReader) (*mdHeader, bool) {
-	names, ok := r.csvHeaderLine(cr, mdExample)
+	names, ok := cr.headerLine(mdExample, func(msg string) { r.headerProblem("%s", msg) })
 	if !ok {
 		return nil, false
 	}
@@ -172,7 +172,7 @@ func (r *bulkRun) csvMasterData(src io.Reader) error {
 // mdRows reads the header and validates every row; m is nil when the header
 // is unusable.
 func (r *bulkRun) mdRows(src io.Reader) (m *mdFile, err error) {
-	cr := newCSVReader(src)
+	cr := newCSVReader(src, bulkBufferSize)
 	h, ok := r.mdHeader(cr)
 	if !ok {
 		if cr.err != nil {
@@ -238,9 +238,9 @@ func (r *bulkRun) mdRow(m *mdFile, cells [][]byte, line int) {
 		loc := node{kind: kindObject, obj: m.locMembers}
 		switch {
 		case broken&(1<<mdMalo) != 0:
-			r.c.notUnicode(at.at("malo"), malo)
+			notUnicode(&r.c, at.at("malo"), malo)
 		case broken == 0:
-			if l, ok := r.c.locationModel(at, &loc); ok {
+			if l, ok := locationModel(&r.c, at, &loc); ok {
 				m.locs[i] = l
 			}
 		default:
@@ -254,13 +254,13 @@ func (r *bulkRun) mdRow(m *mdFile, cells [][]byte, line int) {
 	case broken&^(1<<mdMalo) != 0:
 		for f := mdValidFrom; f < mdFields; f++ {
 			if broken&(1<<f) != 0 {
-				r.c.notUnicode(at.at("slices").index(j).at(mdColumns[f]), m.h.cellOf(cells, f))
+				notUnicode(&r.c, at.at("slices").index(j).at(mdColumns[f]), m.h.cellOf(cells, f))
 			}
 		}
 	case !isNew || broken != 0:
 		// A later row, or the first row of a location whose malo failed:
 		// pydantic validates the slices of a location whatever its malo.
-		if s, ok := r.c.sliceModel(at.at("slices").index(j), &row); ok {
+		if s, ok := sliceModel(&r.c, at.at("slices").index(j), &row); ok {
 			l := &m.locs[i]
 			l.Slices, l.areaGiven = append(l.Slices, s.Slice), append(l.areaGiven, s.areaGiven)
 		}

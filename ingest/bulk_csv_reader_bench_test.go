@@ -40,7 +40,7 @@ func BenchmarkCSVReader(b *testing.B) {
 	data := meteredCSV(benchEntries(rows), csvStyle{sep: ';', decimalComma: true, width: 96})
 	var want, wantLen float64
 	{
-		cr := newCSVReader(bytes.NewReader(data))
+		cr := newCSVReader(bytes.NewReader(data), defaultCSVBuffer)
 		cr.sep = ';'
 		cr.next()
 		for cr.next() != 0 {
@@ -86,7 +86,7 @@ func BenchmarkCSVReader(b *testing.B) {
 		read func(data []byte, row func(values [][]byte)) error
 	}{
 		{"hand", func(data []byte, row func([][]byte)) error {
-			cr := newCSVReader(bytes.NewReader(data))
+			cr := newCSVReader(bytes.NewReader(data), defaultCSVBuffer)
 			cr.sep = ';'
 			cr.next()
 			for cr.next() != 0 {

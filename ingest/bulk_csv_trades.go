@@ -137,14 +137,14 @@ func (r *bulkRun) trRow(h *csvHeader, tf *trFile, cells [][]byte, index, line in
 	row := node{kind: kindObject, obj: tf.members}
 
 	t := pipeline.Trade{Unit: pipeline.MW}
-	ok := r.c.tradeKeys(&row, at, &t) && len(broken) == 0
+	ok := tradeKeys(&r.c, &row, at, &t) && len(broken) == 0
 	if len(broken) > 0 {
 		r.c.problems = slices.DeleteFunc(r.c.problems, func(p Problem) bool {
 			return p.Type == "missing" && slices.Contains(broken, p.Loc[len(p.Loc)-1])
 		})
 		for _, name := range broken {
 			f := slices.Index(trColumns[:], name)
-			r.c.notUnicode(at.at(name), cell(f))
+			notUnicode(&r.c, at.at(name), cell(f))
 		}
 		// In the field order, as pydantic reports them.
 		slices.SortStableFunc(r.c.problems, func(a, b Problem) int {

@@ -491,7 +491,7 @@ func (c *checker) quantities(obj *node, loc path, name string, dst *[]float64) b
 
 // list validates a list of at least one model into dst. Items are validated
 // even after one fails, because pydantic reports all of them.
-func list[T any](c *checker, obj *node, loc path, name string, pr presence, item func(path, *node) (T, bool), dst *[]T) bool {
+func list[T any](c *checker, obj *node, loc path, name string, pr presence, item func(*checker, path, *node) (T, bool), dst *[]T) bool {
 	v, l, ok := c.listField(obj, loc, name, pr)
 	if v == nil {
 		return ok
@@ -508,7 +508,7 @@ func list[T any](c *checker, obj *node, loc path, name string, pr presence, item
 		if c.full {
 			return false
 		}
-		x, good := item(l.index(i), &elems[i])
+		x, good := item(c, l.index(i), &elems[i])
 		out[i], ok = x, ok && good
 	}
 	if ok {
@@ -574,3 +574,7 @@ func firstInvalidUTF8(b []byte) int {
 	}
 	return len(b)
 }
+
+// balancingGroupPattern is the pattern of a balancing group's EIC as the
+// API's model declares it: an EIC (pipeline.ValidEIC) of type X.
+const balancingGroupPattern = `^[0-9]{2}X[0-9A-Z-]{12}[0-9A-Z]$`

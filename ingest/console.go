@@ -59,7 +59,7 @@ func DecodeInboxRetry(body []byte) (int64, error) {
 	v, _ := c.lookup(obj, loc, "id", required)
 	var id int64
 	if v != nil {
-		id = c.positiveInt(loc.at("id"), v)
+		id = positiveInt(c, loc.at("id"), v)
 	}
 	return id, c.err()
 }
@@ -67,7 +67,7 @@ func DecodeInboxRetry(body []byte) (int64, error) {
 // positiveInt validates an integer > 0 as pydantic's PositiveInt does in
 // strict JSON: a number without a fraction; strings, like any other kind,
 // are refused.
-func (c *checker) positiveInt(loc path, v *node) int64 {
+func positiveInt(c *checker, loc path, v *node) int64 {
 	switch {
 	case v.kind != kindNumber:
 		c.fail(loc, "int_type", "Input should be a valid integer", v, nil)

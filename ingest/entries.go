@@ -101,8 +101,7 @@ func decodeEntries[T any](body []byte, model func(c *checker, loc path, n *node)
 	loc := bodyPath()
 	var entries []T
 	validateOnly := false
-	item := func(loc path, n *node) (T, bool) { return model(c, loc, n) }
-	list(c, root, loc, "entries", required, item, &entries)
+	list(c, root, loc, "entries", required, model, &entries)
 	c.flag(root, loc, "validate_only", &validateOnly)
 	if err := c.err(); err != nil {
 		return nil, false, err

@@ -7,11 +7,6 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
-// Rules are the caller-specific facts that business validation needs.
-type Rules struct {
-	Active pipeline.AreaSet // the caller's portfolio's active control areas
-}
-
 // ForecastSubmission is a validated body of POST /v1/forecasts.
 type ForecastSubmission struct {
 	Forecast     pipeline.Forecast
@@ -32,8 +27,8 @@ func DecodeForecast(body []byte, r Rules) (*ForecastSubmission, error) {
 	f := pipeline.Forecast{MaloMapping: map[string]pipeline.ControlArea{}}
 	validateOnly := false
 	c.dateField(root, loc, "delivery_day", required, &f.DeliveryDay)
-	list(c, root, loc, "series", required, c.seriesModel, &f.Series)
-	c.maloMapping(root, loc, "malo_mapping", f.MaloMapping)
+	list(c, root, loc, "series", required, seriesModel, &f.Series)
+	maloMapping(c, root, loc, "malo_mapping", f.MaloMapping)
 	c.flag(root, loc, "validate_only", &validateOnly)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -46,23 +41,23 @@ func DecodeForecast(body []byte, r Rules) (*ForecastSubmission, error) {
 }
 
 // seriesModel validates one Series.
-func (c *checker) seriesModel(loc path, n *node) (pipeline.Series, bool) {
+func seriesModel(c *checker, loc path, n *node) (pipeline.Series, bool) {
 	s := pipeline.Series{Unit: pipeline.MW}
 	if !c.model(loc, n, "Series") {
 		return s, false
 	}
-	ok := c.seriesKeys(n, loc, &s)
+	ok := seriesKeys(c, n, loc, &s)
 	ok = c.quantities(n, loc, "values", &s.Values) && ok
 	if !ok {
 		return s, false // pydantic runs a model validator only on valid fields
 	}
-	return s, c.seriesRule(loc, n)
+	return s, seriesRule(c, loc, n)
 }
 
 // seriesKeys validates the fields of a Series before its values. It is
 // apart from seriesModel because a forecast CSV file has its values checked
 // as CSV cells, between these fields and the model validator.
-func (c *checker) seriesKeys(n *node, loc path, s *pipeline.Series) bool {
+func seriesKeys(c *checker, n *node, loc path, s *pipeline.Series) bool {
 	ok := text(c, n, loc, "control_area", optional, anyText, &s.ControlArea)
 	ok = text(c, n, loc, "malo", optional, maloRule, &s.Malo) && ok
 	ok = choice(c, n, loc, "kind", required, seriesKinds, &s.Kind) && ok
@@ -72,7 +67,7 @@ func (c *checker) seriesKeys(n *node, loc path, s *pipeline.Series) bool {
 
 // seriesRule is the model validator of a Series, run when its fields are
 // valid.
-func (c *checker) seriesRule(loc path, n *node) bool {
+func seriesRule(c *checker, loc path, n *node) bool {
 	if n.present("control_area") == n.present("malo") {
 		c.valueError(loc, n, "exactly one of control_area or malo must be set")
 		return false
@@ -81,7 +76,7 @@ func (c *checker) seriesRule(loc path, n *node) bool {
 }
 
 // maloMapping validates dict[Malo, str] into dst.
-func (c *checker) maloMapping(obj *node, loc path, name string, dst map[string]pipeline.ControlArea) bool {
+func maloMapping(c *checker, obj *node, loc path, name string, dst map[string]pipeline.ControlArea) bool {
 	v, ok := c.lookup(obj, loc, name, defaulted)
 	if v == nil {
 		return ok

@@ -52,10 +52,10 @@ func DecodeSnapshot(body []byte) (zeitreihen.Snapshot, string, error) {
 	}
 	loc := bodyPath()
 	var s zeitreihen.Snapshot
-	c.snapshotEntries(root, loc, &s.Eintraege)
+	snapshotEntries(c, root, loc, &s.Eintraege)
 	text(c, root, loc, "quelle", required, quelleRule, &s.Quelle)
-	c.datetimeField(root, loc, "stand", required, &s.Stand)
-	c.forbidExtra(loc, root, snapshotFields)
+	datetimeField(c, root, loc, "stand", required, &s.Stand)
+	forbidExtra(c, loc, root, snapshotFields)
 	if err := c.err(); err != nil {
 		return zeitreihen.Snapshot{}, "", err
 	}
@@ -78,14 +78,14 @@ func keyOfEntry(e *zeitreihen.Entry) entryKey {
 
 // snapshotEntries validates the required list eintraege, which may be
 // empty, into dst (an empty list, never nil, when it is valid).
-func (c *checker) snapshotEntries(root *node, loc path, dst *[]zeitreihen.Entry) {
+func snapshotEntries(c *checker, root *node, loc path, dst *[]zeitreihen.Entry) {
 	v, l, _ := c.listField(root, loc, "eintraege", required)
 	if v == nil {
 		return
 	}
 	elems := c.elems(v)
 	if len(elems) > maxSnapshotEntries {
-		c.tooLong(l, len(elems), maxSnapshotEntries)
+		tooLong(c, l, len(elems), maxSnapshotEntries)
 		return
 	}
 	out := make([]zeitreihen.Entry, 0, len(elems))
@@ -95,7 +95,7 @@ func (c *checker) snapshotEntries(root *node, loc path, dst *[]zeitreihen.Entry)
 			return
 		}
 		at := l.index(i)
-		e, ok := c.snapshotEntry(at, &elems[i])
+		e, ok := snapshotEntry(c, at, &elems[i])
 		if !ok {
 			continue
 		}
@@ -114,20 +114,20 @@ func (c *checker) snapshotEntries(root *node, loc path, dst *[]zeitreihen.Entry)
 }
 
 // snapshotEntry validates one entry of a snapshot.
-func (c *checker) snapshotEntry(loc path, n *node) (zeitreihen.Entry, bool) {
+func snapshotEntry(c *checker, loc path, n *node) (zeitreihen.Entry, bool) {
 	var e zeitreihen.Entry
 	if !c.model(loc, n, "Eintrag") {
 		return e, false
 	}
 	ok := text(c, n, loc, "netzbetreiber_mp_id", required, dsoMPRule, &e.NetzbetreiberMPID)
 	ok = text(c, n, loc, "netzbetreiber", optional, anyText, &e.Netzbetreiber) && ok
-	ok = c.eic(n, loc, "bilanzierungsgebiet", 'Y', &e.Bilanzierungsgebiet) && ok
+	ok = eic(c, n, loc, "bilanzierungsgebiet", 'Y', &e.Bilanzierungsgebiet) && ok
 	ok = enum(c, n, loc, "regelzone", required, controlAreaEnum, &e.Regelzone) && ok
 	ok = c.dateField(n, loc, "lieferbeginn", required, &e.Lieferbeginn) && ok
 	ok = enum(c, n, loc, "prognoseart", optional, prognoseEnum, &e.Prognoseart) && ok
 	ok = enum(c, n, loc, "zaehlertyp", optional, zaehlertypEnum, &e.Zaehlertyp) && ok
-	ok = c.count(n, loc, "anzahl", &e.Anzahl) && ok
-	ok = c.forbidExtra(loc, n, entryFields) && ok
+	ok = count(c, n, loc, "anzahl", &e.Anzahl) && ok
+	ok = forbidExtra(c, loc, n, entryFields) && ok
 	return e, ok
 }
 
@@ -182,7 +182,7 @@ func stringsOf[S ~string](xs []S) []string {
 // forbidExtra reports every member of obj that is no field of its model, as
 // pydantic's extra="forbid" does: after the fields' own problems, in
 // document order, a repeated key once (with the value that wins).
-func (c *checker) forbidExtra(loc path, obj *node, fields []string) bool {
+func forbidExtra(c *checker, loc path, obj *node, fields []string) bool {
 	ok := true
 	for i := range obj.obj {
 		m := &obj.obj[i]
@@ -217,7 +217,7 @@ const balancingAreaPattern = `^[0-9]{2}Y[0-9A-Z-]{12}[0-9A-Z]$`
 // eic validates a required EIC field of the type letter (Y: balancing area,
 // X: balancing group), reported as a pattern mismatch like any constrained
 // string.
-func (c *checker) eic(obj *node, loc path, name string, typ byte, dst *string) bool {
+func eic(c *checker, obj *node, loc path, name string, typ byte, dst *string) bool {
 	v, ok := c.lookup(obj, loc, name, required)
 	if v == nil {
 		return ok
@@ -242,7 +242,7 @@ func (c *checker) eic(obj *node, loc path, name string, typ byte, dst *string) b
 // count validates a required count: an integer of at least 1. Like the
 // other numbers of the API, and unlike pydantic's lax mode, it takes no
 // numeric strings; nor does it take 2.0.
-func (c *checker) count(obj *node, loc path, name string, dst *int) bool {
+func count(c *checker, obj *node, loc path, name string, dst *int) bool {
 	v, ok := c.lookup(obj, loc, name, required)
 	if v == nil {
 		return ok
@@ -277,7 +277,7 @@ func (c *checker) count(obj *node, loc path, name string, dst *int) bool {
 // tooLong is pydantic's problem for a list beyond its max_length. Unlike
 // FastAPI it does not echo the list: that would make the answer as large
 // as the oversized body.
-func (c *checker) tooLong(loc path, n, limit int) {
+func tooLong(c *checker, loc path, n, limit int) {
 	c.add(Problem{
 		Type: "too_long", Loc: append([]string(nil), loc...),
 		Msg:   fmt.Sprintf("List should have at most %d items after validation, not %d", limit, n),
@@ -286,7 +286,7 @@ func (c *checker) tooLong(loc path, n, limit int) {
 }
 
 // datetimeField validates a timezone-aware datetime field into dst.
-func (c *checker) datetimeField(obj *node, loc path, name string, pr presence, dst *time.Time) bool {
+func datetimeField(c *checker, obj *node, loc path, name string, pr presence, dst *time.Time) bool {
 	v, ok := c.lookup(obj, loc, name, pr)
 	if v == nil {
 		return ok

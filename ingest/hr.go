@@ -239,16 +239,16 @@ func DecodeCompensationCSV(r io.Reader) (map[string][]portal.Component, []string
 // returns the collected problems as an *HRFileError, or a read error.
 func readHRFile(r io.Reader, columns, required []string, example string, row func(c *checker, line int, fields map[string]string)) error {
 	c := &checker{}
-	cr := newCSVReader(r)
-	header := &bulkRun{opt: BulkOptions{MaxProblems: 1}}
-	names, ok := header.csvHeaderLine(cr, example)
+	cr := newCSVReader(r, defaultCSVBuffer)
+	var headerProblem string
+	names, ok := cr.headerLine(example, func(msg string) { headerProblem = msg })
 	if cr.err != nil {
 		return fmt.Errorf("read the file: %w", cr.err)
 	}
 	if !ok {
 		msg := "the file is empty; the first line must be the header, for example " + example
-		if len(header.problems) > 0 {
-			msg = header.problems[0].Msg
+		if headerProblem != "" {
+			msg = headerProblem
 		}
 		return &HRFileError{Problems: []Problem{{Type: ProblemCSVHeader, Loc: []string{"line 1"}, Msg: msg, Ctx: map[string]any{}}}}
 	}

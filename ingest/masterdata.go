@@ -27,7 +27,7 @@ func DecodeMasterData(body []byte, r Rules) (*MasterDataSubmission, error) {
 	loc := bodyPath()
 	var given []givenLocation
 	validateOnly := false
-	list(c, root, loc, "locations", required, c.locationModel, &given)
+	list(c, root, loc, "locations", required, locationModel, &given)
 	c.flag(root, loc, "validate_only", &validateOnly)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -63,16 +63,16 @@ type givenSlice struct {
 // delivery_start, then the slice attributes of the flat form (valid_to,
 // active, control_area, mga, metering_type, profile, annual_consumption_kwh,
 // kind, dso_mp_id), which are validated whichever form is used.
-func (c *checker) locationModel(loc path, n *node) (givenLocation, bool) {
+func locationModel(c *checker, loc path, n *node) (givenLocation, bool) {
 	var l givenLocation
 	if !c.model(loc, n, "Location") {
 		return l, false
 	}
 	var slices []givenSlice
 	ok := text(c, n, loc, "malo", required, maloRule, &l.Malo)
-	ok = list(c, n, loc, "slices", optional, c.sliceModel, &slices) && ok
+	ok = list(c, n, loc, "slices", optional, sliceModel, &slices) && ok
 	var flat pipeline.Slice
-	ok = c.sliceFields(n, loc, "delivery_start", optional, &flat) && ok
+	ok = sliceFields(c, n, loc, "delivery_start", optional, &flat) && ok
 	if !ok {
 		return l, false
 	}
@@ -81,7 +81,7 @@ func (c *checker) locationModel(loc path, n *node) (givenLocation, bool) {
 		return l, false
 	}
 	if !n.present("slices") {
-		if !c.sliceRules(loc, n, &flat) {
+		if !sliceRules(c, loc, n, &flat) {
 			return l, false
 		}
 		l.Slices, l.flat, l.areaGiven = []pipeline.Slice{flat}, true, []bool{n.present("control_area")}
@@ -95,22 +95,22 @@ func (c *checker) locationModel(loc path, n *node) (givenLocation, bool) {
 }
 
 // sliceModel validates one Slice.
-func (c *checker) sliceModel(loc path, n *node) (givenSlice, bool) {
+func sliceModel(c *checker, loc path, n *node) (givenSlice, bool) {
 	var s givenSlice
 	if !c.model(loc, n, "Slice") {
 		return s, false
 	}
-	if !c.sliceFields(n, loc, "valid_from", required, &s.Slice) {
+	if !sliceFields(c, n, loc, "valid_from", required, &s.Slice) {
 		return s, false
 	}
 	s.areaGiven = n.present("control_area")
-	return s, c.sliceRules(loc, n, &s.Slice)
+	return s, sliceRules(c, loc, n, &s.Slice)
 }
 
 // sliceFields validates the fields a Slice shares with the flat form of a
 // Location: the start (valid_from, or delivery_start in the flat form) and
 // everything after it.
-func (c *checker) sliceFields(n *node, loc path, start string, pr presence, s *pipeline.Slice) bool {
+func sliceFields(c *checker, n *node, loc path, start string, pr presence, s *pipeline.Slice) bool {
 	s.Active, s.Kind = true, pipeline.Consumption
 	var to pipeline.Day
 	ok := c.dateField(n, loc, start, pr, &s.ValidFrom)
@@ -131,7 +131,7 @@ func (c *checker) sliceFields(n *node, loc path, start string, pr presence, s *p
 
 // sliceRules are the model validators of a slice, first failure only, as
 // pydantic stops at the first validator that raises.
-func (c *checker) sliceRules(loc path, n *node, s *pipeline.Slice) bool {
+func sliceRules(c *checker, loc path, n *node, s *pipeline.Slice) bool {
 	if s.Active && (!n.present("control_area") || s.MGA == "" || s.MeteringType == "") {
 		c.valueError(loc, n, "an active slice needs control_area, mga and metering_type")
 		return false

@@ -45,7 +45,7 @@ func decodeTrades(body []byte, day *pipeline.Day, r Rules) (*TradesSubmission, e
 		c.dateField(root, loc, "delivery_day", required, &set.Day)
 	}
 	validateOnly := false
-	c.tradeList(root, loc, &set.Trades)
+	tradeList(c, root, loc, &set.Trades)
 	c.flag(root, loc, "validate_only", &validateOnly)
 	if err := c.err(); err != nil {
 		return nil, err
@@ -62,30 +62,30 @@ func decodeTrades(body []byte, day *pipeline.Day, r Rules) (*TradesSubmission, e
 // tradeList validates the required list of trades into dst. Unlike the
 // lists of the other models it may be empty, since an empty set is how a
 // day's trades are withdrawn.
-func (c *checker) tradeList(obj *node, loc path, dst *[]pipeline.Trade) bool {
+func tradeList(c *checker, obj *node, loc path, dst *[]pipeline.Trade) bool {
 	if v := obj.field("trades"); v != nil && v.kind == kindArray && len(c.elems(v)) == 0 {
 		*dst = []pipeline.Trade{}
 		return true
 	}
-	return list(c, obj, loc, "trades", required, c.tradeModel, dst)
+	return list(c, obj, loc, "trades", required, tradeModel, dst)
 }
 
 // tradeModel validates one Trade.
-func (c *checker) tradeModel(loc path, n *node) (pipeline.Trade, bool) {
+func tradeModel(c *checker, loc path, n *node) (pipeline.Trade, bool) {
 	t := pipeline.Trade{Unit: pipeline.MW}
 	if !c.model(loc, n, "Trade") {
 		return t, false
 	}
-	ok := c.tradeKeys(n, loc, &t)
+	ok := tradeKeys(c, n, loc, &t)
 	ok = c.quantities(n, loc, "values", &t.Values) && ok
 	return t, ok
 }
 
 // tradeKeys validates the fields of a Trade before its values; a trades CSV
 // row has its values checked as CSV cells instead.
-func (c *checker) tradeKeys(n *node, loc path, t *pipeline.Trade) bool {
+func tradeKeys(c *checker, n *node, loc path, t *pipeline.Trade) bool {
 	ok := text(c, n, loc, "control_area", required, anyText, &t.ControlArea)
-	ok = c.counterparty(n, loc, &t.Counterparty) && ok
+	ok = counterparty(c, n, loc, &t.Counterparty) && ok
 	ok = choice(c, n, loc, "direction", required, directions, &t.Direction) && ok
 	ok = choice(c, n, loc, "unit", defaulted, forecastUnits, &t.Unit) && ok
 	return ok
@@ -94,14 +94,10 @@ func (c *checker) tradeKeys(n *node, loc path, t *pipeline.Trade) bool {
 // directions is the Literal of Trade.direction.
 var directions = newLiteral(string(pipeline.Buy), string(pipeline.Sell))
 
-// balancingGroupPattern is the pattern of a balancing group's EIC as the
-// API's model declares it: an EIC (pipeline.ValidEIC) of type X.
-const balancingGroupPattern = `^[0-9]{2}X[0-9A-Z-]{12}[0-9A-Z]$`
-
 // counterparty validates the required counterparty field: the EIC of a
 // balancing group, reported as a pattern mismatch like any constrained
 // string.
-func (c *checker) counterparty(obj *node, loc path, dst *string) bool {
+func counterparty(c *checker, obj *node, loc path, dst *string) bool {
 	v, ok := c.lookup(obj, loc, "counterparty", required)
 	if v == nil {
 		return ok
