@@ -16,24 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/schedbridge/schedbridge/pipeline"
 )
-
-// benchEntries is the benchmark's content: rows MaLo-days of 96 values
-// with three decimals, the shape of a supplier's export.
-func benchEntries(rows int) []pipeline.MeteredEntry {
-	es := make([]pipeline.MeteredEntry, rows)
-	for i := range es {
-		e := pipeline.MeteredEntry{Day: normal, Malo: fmt.Sprintf("%011d", 10000000000+i), Unit: pipeline.KWH}
-		e.Values = make([]float64, 96)
-		for j := range e.Values {
-			e.Values[j] = float64((i*96+j)%100000) / 1000
-		}
-		es[i] = e
-	}
-	return es
-}
 
 // benchmarkBulk decodes a file b.N times in the validation pass (emit ==
 // nil) and reports values per second.

@@ -289,14 +289,6 @@ func (r *bulkRun) csvText(cell []byte, index, line int, field string, rule textR
 	return true
 }
 
-// notUnicode reports a CSV cell that is not UTF-8, with the type pydantic
-// gives bytes that do not decode; the input shows the cell with its broken
-// bytes replaced, since a problem must render as JSON.
-func notUnicode(c *checker, loc path, cell []byte) {
-	c.fail(loc, "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string",
-		&node{kind: kindString, str: strings.ToValidUTF8(string(cell), "\uFFFD")}, nil)
-}
-
 // lookupPair finds an interned (mga, profile) pair by its bytes.
 func (r *bulkRun) lookupPair(mga, profile []byte) (uint32, bool) {
 	k := r.pairKey[:0]

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,12 +20,6 @@ import (
 )
 
 // Generators of bulk files for the tests and benchmarks.
-
-var (
-	spring = pipeline.NewDay(2026, 3, 29)  // 92 quarter-hours
-	normal = pipeline.NewDay(2026, 3, 28)  // 96
-	autumn = pipeline.NewDay(2026, 10, 25) // 100
-)
 
 // randomValue is a quantity as suppliers write them: mostly few decimals,
 // sometimes full precision, zero, large or tiny.
@@ -48,7 +41,7 @@ func randomValue(rng *rand.Rand) float64 {
 
 // randomMetered makes n valid entries with distinct (malo, day).
 func randomMetered(rng *rand.Rand, n int) []pipeline.MeteredEntry {
-	days := []pipeline.Day{normal, spring, autumn, pipeline.NewDay(2026, 1, 1)}
+	days := []pipeline.Day{normalDay, springForward, fallBack, pipeline.NewDay(2026, 1, 1)}
 	units := []pipeline.Unit{pipeline.MW, pipeline.MWH, pipeline.KWH}
 	es := make([]pipeline.MeteredEntry, n)
 	for i := range es {
@@ -64,7 +57,7 @@ func randomMetered(rng *rand.Rand, n int) []pipeline.MeteredEntry {
 }
 
 func randomProfiles(rng *rand.Rand, n int) []pipeline.ProfileEntry {
-	days := []pipeline.Day{normal, spring, autumn}
+	days := []pipeline.Day{normalDay, springForward, fallBack}
 	es := make([]pipeline.ProfileEntry, n)
 	for i := range es {
 		d := days[i%3]
@@ -121,94 +114,6 @@ func profilesJSON(es []pipeline.ProfileEntry) []byte {
 	}
 	b.WriteString("]}")
 	return b.Bytes()
-}
-
-// csvStyle is how a CSV file is written.
-type csvStyle struct {
-	sep          byte
-	decimalComma bool
-	bom, crlf    bool
-	width        int  // value columns in the header; 0: 100
-	padded       bool // rows have width value cells, the rest empty
-	quoteKeys    bool // key cells in quotes
-	order        []int
-}
-
-func (st csvStyle) value(f float64) string {
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if st.decimalComma {
-		s = strings.Replace(s, ".", ",", 1)
-	}
-	return s
-}
-
-func (st csvStyle) write(b *bytes.Buffer, keyNames []string, rows [][]string, values [][]float64) []byte {
-	width := st.width
-	if width == 0 {
-		width = 100
-	}
-	nl := "\n"
-	if st.crlf {
-		nl = "\r\n"
-	}
-	if st.bom {
-		b.WriteString("\ufeff")
-	}
-	sep := string(st.sep)
-	order := st.order
-	if order == nil {
-		order = []int{0, 1, 2}
-	}
-	for _, k := range order {
-		b.WriteString(keyNames[k] + sep)
-	}
-	for j := 1; j <= width; j++ {
-		if j > 1 {
-			b.WriteString(sep)
-		}
-		fmt.Fprintf(b, "v%d", j)
-	}
-	b.WriteString(nl)
-	for i, keys := range rows {
-		for _, k := range order {
-			if st.quoteKeys {
-				b.WriteString(`"` + strings.ReplaceAll(keys[k], `"`, `""`) + `"` + sep)
-			} else {
-				b.WriteString(keys[k] + sep)
-			}
-		}
-		for j, v := range values[i] {
-			if j > 0 {
-				b.WriteString(sep)
-			}
-			b.WriteString(st.value(v))
-		}
-		if st.padded {
-			b.WriteString(strings.Repeat(sep, width-len(values[i])))
-		}
-		b.WriteString(nl)
-	}
-	return b.Bytes()
-}
-
-func meteredCSV(es []pipeline.MeteredEntry, st csvStyle) []byte {
-	rows := make([][]string, len(es))
-	values := make([][]float64, len(es))
-	for i, e := range es {
-		rows[i] = []string{e.Malo, e.Day.String(), string(e.Unit)}
-		values[i] = e.Values
-	}
-	return st.write(&bytes.Buffer{}, []string{"malo", "day", "unit"}, rows, values)
-}
-
-func profilesCSV(es []pipeline.ProfileEntry, st csvStyle) []byte {
-	rows := make([][]string, len(es))
-	values := make([][]float64, len(es))
-	for i, e := range es {
-		rows[i] = []string{e.MGA, e.Profile, e.Day.String()}
-		values[i] = e.ValuesKWh
-	}
-	return st.write(&bytes.Buffer{}, []string{"mga", "profile", "day"}, rows, values)
 }
 
 // parquetStyle chooses the column types of a generated Parquet file.

@@ -491,8 +491,8 @@ func TestBulkIntervalsAndDuplicates(t *testing.T) {
 		return pipeline.MeteredEntry{Malo: malo, Day: d, Unit: pipeline.MW, Values: make([]float64, n)}
 	}
 	es := []pipeline.MeteredEntry{
-		mk("01234567890", spring, 92), mk("01234567890", spring, 96), mk("01234567890", autumn, 100),
-		mk("01234567890", autumn, 96), mk("01234567891", spring, 92), mk("01234567890", spring, 92),
+		mk("01234567890", springForward, 92), mk("01234567890", springForward, 96), mk("01234567890", fallBack, 100),
+		mk("01234567890", fallBack, 96), mk("01234567891", springForward, 92), mk("01234567890", springForward, 92),
 	}
 	want := map[BulkFormat][]string{
 		FormatJSON: {
@@ -578,7 +578,7 @@ func TestBulkProfileDuplicates(t *testing.T) {
 	mk := func(mga, profile string, d pipeline.Day) pipeline.ProfileEntry {
 		return pipeline.ProfileEntry{MGA: mga, Profile: profile, Day: d, ValuesKWh: make([]float64, d.Intervals())}
 	}
-	es := []pipeline.ProfileEntry{mk("MGA1", "H25", normal), mk("MGA1", "G25", normal), mk("MGA1", "H25", spring), mk("MGA1", "H25", normal), mk("MGA", "1H25", normal)}
+	es := []pipeline.ProfileEntry{mk("MGA1", "H25", normalDay), mk("MGA1", "G25", normalDay), mk("MGA1", "H25", springForward), mk("MGA1", "H25", normalDay), mk("MGA", "1H25", normalDay)}
 	res, err := decode(BulkProfiles, "p.csv", profilesCSV(es, csvStyle{sep: ','}), BulkOptions{}, nil)
 	fe := fileError(t, res, err)
 	if len(fe.Problems) != 1 || fe.Problems[0].Msg != "line 5 (MGA1/H25, 2026-03-28): duplicate of line 2" {

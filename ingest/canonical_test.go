@@ -3,7 +3,6 @@ package ingest
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +10,6 @@ import (
 
 	"github.com/schedbridge/schedbridge/pipeline"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden canonical encodings in testdata")
 
 // canonicalOf decodes a body with the decoder for its endpoint.
 func canonicalOf(t *testing.T, endpoint string, body []byte) (canonical []byte, hash string) {

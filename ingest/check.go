@@ -578,3 +578,11 @@ func firstInvalidUTF8(b []byte) int {
 // balancingGroupPattern is the pattern of a balancing group's EIC as the
 // API's model declares it: an EIC (pipeline.ValidEIC) of type X.
 const balancingGroupPattern = `^[0-9]{2}X[0-9A-Z-]{12}[0-9A-Z]$`
+
+// notUnicode reports a CSV cell that is not UTF-8, with the type pydantic
+// gives bytes that do not decode; the input shows the cell with its broken
+// bytes replaced, since a problem must render as JSON.
+func notUnicode(c *checker, loc path, cell []byte) {
+	c.fail(loc, "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string",
+		&node{kind: kindString, str: strings.ToValidUTF8(string(cell), "\uFFFD")}, nil)
+}

@@ -47,10 +47,6 @@ func TestProfilesValidSample(t *testing.T) {
 	}
 }
 
-func meteredEntry(malo, day, unit string, n int) string {
-	return fmt.Sprintf(`{"malo":%q,"day":%q,"unit":%q,"values":%s}`, malo, day, unit, nums(n))
-}
-
 func TestMeteredDataSchemaProblems(t *testing.T) {
 	good := meteredEntry("01234567890", "2026-03-28", "KWH", 96)
 	values := make([]string, 96)

@@ -49,12 +49,6 @@ func TestForecastValidSamples(t *testing.T) {
 	}
 }
 
-// forecastBody builds a forecast body for 2026-03-28 (96 intervals) around
-// the given series objects.
-func forecastBody(series ...string) string {
-	return `{"delivery_day":"2026-03-28","series":[` + strings.Join(series, ",") + `]}`
-}
-
 func TestForecastSchemaProblems(t *testing.T) {
 	v96 := nums(96)
 	tests := []struct {

@@ -1,11 +1,14 @@
 package ingest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,14 +20,6 @@ import (
 // compared (for the long object inputs of missing and value_error).
 type problem struct {
 	typ, loc, msg, ctx, input string
-}
-
-// decoders runs every endpoint's decoder, for the tests that hold for all.
-var decoders = map[string]func([]byte, Rules) error{
-	"forecast":    func(b []byte, r Rules) error { _, err := DecodeForecast(b, r); return err },
-	"master-data": func(b []byte, r Rules) error { _, err := DecodeMasterData(b, r); return err },
-	"metered":     func(b []byte, r Rules) error { _, err := DecodeMeteredData(b, r); return err },
-	"profiles":    func(b []byte, r Rules) error { _, err := DecodeProfiles(b, r); return err },
 }
 
 // allAreas is a portfolio active in every control area.
@@ -143,4 +138,142 @@ func readTestdata(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// The three kinds of delivery day.
+var (
+	springForward = pipeline.NewDay(2026, 3, 29)  // 92 quarter-hours
+	normalDay     = pipeline.NewDay(2026, 3, 28)  // 96
+	fallBack      = pipeline.NewDay(2026, 10, 25) // 100
+)
+
+// tradeJSON is one trade object; unit "" leaves the field out.
+func tradeJSON(area, counterparty, direction, unit string, n int) string {
+	s := `{"control_area":"` + area + `","counterparty":"` + counterparty + `","direction":"` + direction + `"`
+	if unit != "" {
+		s += `,"unit":"` + unit + `"`
+	}
+	return s + `,"values":` + nums(n) + `}`
+}
+
+// tradesBody is a PUT /v1/process/trades body around the trade objects.
+func tradesBody(trades ...string) []byte {
+	return []byte(`{"trades":[` + strings.Join(trades, ",") + `]}`)
+}
+
+// forecastBody builds a forecast body for 2026-03-28 (96 intervals) around
+// the given series objects.
+func forecastBody(series ...string) string {
+	return `{"delivery_day":"2026-03-28","series":[` + strings.Join(series, ",") + `]}`
+}
+
+// meteredEntry is one metered-data entry object with n values.
+func meteredEntry(malo, day, unit string, n int) string {
+	return fmt.Sprintf(`{"malo":%q,"day":%q,"unit":%q,"values":%s}`, malo, day, unit, nums(n))
+}
+
+// update rewrites golden files instead of comparing with them (go test -update).
+var update = flag.Bool("update", false, "rewrite the golden canonical encodings in testdata")
+
+// csvStyle is how a CSV file is written.
+type csvStyle struct {
+	sep          byte
+	decimalComma bool
+	bom, crlf    bool
+	width        int  // value columns in the header; 0: 100
+	padded       bool // rows have width value cells, the rest empty
+	quoteKeys    bool // key cells in quotes
+	order        []int
+}
+
+func (st csvStyle) value(f float64) string {
+	s := strconv.FormatFloat(f, 'g', -1, 64)
+	if st.decimalComma {
+		s = strings.Replace(s, ".", ",", 1)
+	}
+	return s
+}
+
+func (st csvStyle) write(b *bytes.Buffer, keyNames []string, rows [][]string, values [][]float64) []byte {
+	width := st.width
+	if width == 0 {
+		width = 100
+	}
+	nl := "\n"
+	if st.crlf {
+		nl = "\r\n"
+	}
+	if st.bom {
+		b.WriteString("\ufeff")
+	}
+	sep := string(st.sep)
+	order := st.order
+	if order == nil {
+		order = []int{0, 1, 2}
+	}
+	for _, k := range order {
+		b.WriteString(keyNames[k] + sep)
+	}
+	for j := 1; j <= width; j++ {
+		if j > 1 {
+			b.WriteString(sep)
+		}
+		fmt.Fprintf(b, "v%d", j)
+	}
+	b.WriteString(nl)
+	for i, keys := range rows {
+		for _, k := range order {
+			if st.quoteKeys {
+				b.WriteString(`"` + strings.ReplaceAll(keys[k], `"`, `""`) + `"` + sep)
+			} else {
+				b.WriteString(keys[k] + sep)
+			}
+		}
+		for j, v := range values[i] {
+			if j > 0 {
+				b.WriteString(sep)
+			}
+			b.WriteString(st.value(v))
+		}
+		if st.padded {
+			b.WriteString(strings.Repeat(sep, width-len(values[i])))
+		}
+		b.WriteString(nl)
+	}
+	return b.Bytes()
+}
+
+func meteredCSV(es []pipeline.MeteredEntry, st csvStyle) []byte {
+	rows := make([][]string, len(es))
+	values := make([][]float64, len(es))
+	for i, e := range es {
+		rows[i] = []string{e.Malo, e.Day.String(), string(e.Unit)}
+		values[i] = e.Values
+	}
+	return st.write(&bytes.Buffer{}, []string{"malo", "day", "unit"}, rows, values)
+}
+
+func profilesCSV(es []pipeline.ProfileEntry, st csvStyle) []byte {
+	rows := make([][]string, len(es))
+	values := make([][]float64, len(es))
+	for i, e := range es {
+		rows[i] = []string{e.MGA, e.Profile, e.Day.String()}
+		values[i] = e.ValuesKWh
+	}
+	return st.write(&bytes.Buffer{}, []string{"mga", "profile", "day"}, rows, values)
+}
+
+// benchEntries is the benchmark's content: rows MaLo-days of 96 values
+// with three decimals, the shape of a supplier's export.
+func benchEntries(rows int) []pipeline.MeteredEntry {
+	es := make([]pipeline.MeteredEntry, rows)
+	for i := range es {
+		e := pipeline.MeteredEntry{Day: normalDay, Malo: fmt.Sprintf("%011d", 10000000000+i), Unit: pipeline.KWH}
+		e.Values = make([]float64, 96)
+		for j := range e.Values {
+			e.Values[j] = float64((i*96+j)%100000) / 1000
+		}
+		es[i] = e
+	}
+	return es
 }

@@ -10,6 +10,14 @@ import (
 
 // TestBodyLevelProblems covers the failures FastAPI reports before the model
 // sees the body. They are the same for every endpoint.
+// decoders runs every endpoint's decoder, for the tests that hold for all.
+var decoders = map[string]func([]byte, Rules) error{
+	"forecast":    func(b []byte, r Rules) error { _, err := DecodeForecast(b, r); return err },
+	"master-data": func(b []byte, r Rules) error { _, err := DecodeMasterData(b, r); return err },
+	"metered":     func(b []byte, r Rules) error { _, err := DecodeMeteredData(b, r); return err },
+	"profiles":    func(b []byte, r Rules) error { _, err := DecodeProfiles(b, r); return err },
+}
+
 func TestBodyLevelProblems(t *testing.T) {
 	invalid := func(pos, msg string) []problem {
 		return []problem{{"json_invalid", "body." + pos, "JSON decode error", `{"error":"` + strings.ReplaceAll(msg, `\`, `\\`) + `"}`, `{}`}}

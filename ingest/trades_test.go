@@ -11,26 +11,6 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
-var (
-	springForward = pipeline.NewDay(2026, 3, 29) // 92 quarter-hours
-	normalDay     = pipeline.NewDay(2026, 3, 28) // 96
-	fallBack      = pipeline.NewDay(2026, 10, 25)
-)
-
-// tradeJSON is one trade object; unit "" leaves the field out.
-func tradeJSON(area, counterparty, direction, unit string, n int) string {
-	s := `{"control_area":"` + area + `","counterparty":"` + counterparty + `","direction":"` + direction + `"`
-	if unit != "" {
-		s += `,"unit":"` + unit + `"`
-	}
-	return s + `,"values":` + nums(n) + `}`
-}
-
-// tradesBody is a PUT /v1/process/trades body around the trade objects.
-func tradesBody(trades ...string) []byte {
-	return []byte(`{"trades":[` + strings.Join(trades, ",") + `]}`)
-}
-
 // TestTradesValid decodes the three kinds of delivery day, and checks the
 // default unit, the values and the canonical form.
 func TestTradesValid(t *testing.T) {
