@@ -17,6 +17,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/consolebody"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -334,7 +335,7 @@ func (s *Server) postConsoleRun(c *gin.Context) {
 		return
 	}
 	var problems []ingest.Problem
-	req, err := ingest.DecodeRunStart(body)
+	req, err := consolebody.DecodeRunStart(body)
 	addProblems(&problems, err)
 	if err != nil && len(problems) == 0 {
 		s.fail(c, err)
@@ -517,7 +518,7 @@ func (s *Server) postConsoleInboxRetry(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	id, err := ingest.DecodeInboxRetry(body)
+	id, err := consolebody.DecodeInboxRetry(body)
 	if err != nil {
 		s.fail(c, err)
 		return

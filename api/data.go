@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/databody"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) submit(c *gin.Context, decode func(body []byte, r ingest.Rules)
 
 func (s *Server) postForecast(c *gin.Context) {
 	s.submit(c, func(body []byte, r ingest.Rules) (submission, error) {
-		f, err := ingest.DecodeForecast(body, r)
+		f, err := databody.DecodeForecast(body, r)
 		if err != nil {
 			return submission{}, err
 		}
@@ -90,7 +91,7 @@ func (s *Server) postForecast(c *gin.Context) {
 
 func (s *Server) putMasterData(c *gin.Context) {
 	s.submit(c, func(body []byte, r ingest.Rules) (submission, error) {
-		m, err := ingest.DecodeMasterData(body, r)
+		m, err := databody.DecodeMasterData(body, r)
 		if err != nil {
 			return submission{}, err
 		}
@@ -107,7 +108,7 @@ func (s *Server) putMasterData(c *gin.Context) {
 
 func (s *Server) postMeteredData(c *gin.Context) {
 	s.submit(c, func(body []byte, r ingest.Rules) (submission, error) {
-		m, err := ingest.DecodeMeteredData(body, r)
+		m, err := databody.DecodeMeteredData(body, r)
 		if err != nil {
 			return submission{}, err
 		}
@@ -124,7 +125,7 @@ func (s *Server) postMeteredData(c *gin.Context) {
 
 func (s *Server) postProfiles(c *gin.Context) {
 	s.submit(c, func(body []byte, r ingest.Rules) (submission, error) {
-		m, err := ingest.DecodeProfiles(body, r)
+		m, err := databody.DecodeProfiles(body, r)
 		if err != nil {
 			return submission{}, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/marketdata"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/kalkulation"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
@@ -173,9 +174,9 @@ func (s *Server) putAktivierungen(c *gin.Context) {
 	}
 	var recs []zeitreihen.Activation
 	if isCSV(c) {
-		recs, err = ingest.DecodeActivationsCSV(body)
+		recs, err = marketdata.DecodeActivationsCSV(body)
 	} else {
-		recs, err = ingest.DecodeActivations(body)
+		recs, err = marketdata.DecodeActivations(body)
 	}
 	if err != nil {
 		s.fail(c, err)

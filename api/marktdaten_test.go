@@ -28,7 +28,7 @@ func withMarktdaten(t *testing.T, f *fixture) {
 
 func testdata(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../ingest/testdata/zeitreihen/" + name)
+	b, err := os.ReadFile("../ingest/marketdata/testdata/zeitreihen/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

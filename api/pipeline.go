@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/tradeset"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -141,7 +142,7 @@ func queryDay(c *gin.Context, name string, problems *[]ingest.Problem) (day pipe
 	if !given {
 		return pipeline.Day{}, false
 	}
-	d, err := ingest.QueryDay(name, raw, true)
+	d, err := tradeset.QueryDay(name, raw, true)
 	if err != nil {
 		addProblems(problems, err)
 		return pipeline.Day{}, true
@@ -684,7 +685,7 @@ func (s *Server) putTrades(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	sub, err := ingest.DecodeTrades(body, day, ingest.Rules{Active: p.Active()})
+	sub, err := tradeset.DecodeTrades(body, day, ingest.Rules{Active: p.Active()})
 	if err != nil {
 		s.fail(c, err)
 		return

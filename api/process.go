@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
+	"github.com/schedbridge/schedbridge/ingest/tradeset"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -189,7 +190,7 @@ func queryTime(c *gin.Context, name string, problems *[]ingest.Problem) (time.Ti
 	// wrong thing as pydantic's parser does; past it, the time or zone is wrong.
 	reason := "invalid time or timezone, expected an RFC 3339 date-time such as 2026-11-24T00:00:00+01:00"
 	var se *ingest.SchemaError
-	if _, err := ingest.QueryDay(name, raw[:min(len(raw), 10)], true); errors.As(err, &se) && len(se.Problems) > 0 {
+	if _, err := tradeset.QueryDay(name, raw[:min(len(raw), 10)], true); errors.As(err, &se) && len(se.Problems) > 0 {
 		if text, ok := se.Problems[0].Ctx["error"].(string); ok {
 			reason = text
 		}

@@ -15,69 +15,69 @@ import (
 // body holds about a million numbers and encoding/json is several times slower
 // at them; TestCanonicalIsSortedEncodingJSON holds the two to the same bytes.
 
-// inputHash is the hex SHA-256 of a canonical encoding.
-func inputHash(canonical []byte) string {
+// InputHash is the hex SHA-256 of a canonical encoding.
+func InputHash(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
 }
 
 // obj writes the members of one JSON object; it only places the commas.
-type obj struct {
-	b     []byte
+type Object struct {
+	Buf   []byte
 	count int
 }
 
-func (o *obj) key(name string) {
+func (o *Object) Key(name string) {
 	if o.count > 0 {
-		o.b = append(o.b, ',')
+		o.Buf = append(o.Buf, ',')
 	}
 	o.count++
-	o.b = append(o.b, '"')
-	o.b = append(o.b, name...)
-	o.b = append(o.b, '"', ':')
+	o.Buf = append(o.Buf, '"')
+	o.Buf = append(o.Buf, name...)
+	o.Buf = append(o.Buf, '"', ':')
 }
 
-func (o *obj) str(name, s string) {
-	o.key(name)
-	o.b = appendJSONString(o.b, s)
+func (o *Object) Str(name, s string) {
+	o.Key(name)
+	o.Buf = appendJSONString(o.Buf, s)
 }
 
-func (o *obj) optStr(name, s string) {
+func (o *Object) OptStr(name, s string) {
 	if s != "" {
-		o.str(name, s)
+		o.Str(name, s)
 	}
 }
 
-func (o *obj) day(name string, d pipeline.Day) {
-	o.key(name)
-	o.b = appendDay(o.b, d)
+func (o *Object) Day(name string, d pipeline.Day) {
+	o.Key(name)
+	o.Buf = appendDay(o.Buf, d)
 }
 
-func (o *obj) floats(name string, fs []float64) {
-	o.key(name)
-	o.b = append(o.b, '[')
+func (o *Object) Floats(name string, fs []float64) {
+	o.Key(name)
+	o.Buf = append(o.Buf, '[')
 	for i, f := range fs {
 		if i > 0 {
-			o.b = append(o.b, ',')
+			o.Buf = append(o.Buf, ',')
 		}
-		o.b = appendJSONFloat(o.b, f)
+		o.Buf = AppendJSONFloat(o.Buf, f)
 	}
-	o.b = append(o.b, ']')
+	o.Buf = append(o.Buf, ']')
 }
 
-// writeList writes name:[...] with one object per element.
-func writeList[T any](o *obj, name string, items []T, write func(o *obj, item *T)) {
-	o.key(name)
-	o.b = append(o.b, '[')
+// WriteList writes name:[...] with one object per element.
+func WriteList[T any](o *Object, name string, items []T, write func(o *Object, item *T)) {
+	o.Key(name)
+	o.Buf = append(o.Buf, '[')
 	for i := range items {
 		if i > 0 {
-			o.b = append(o.b, ',')
+			o.Buf = append(o.Buf, ',')
 		}
-		inner := obj{b: append(o.b, '{')}
+		inner := Object{Buf: append(o.Buf, '{')}
 		write(&inner, &items[i])
-		o.b = append(inner.b, '}')
+		o.Buf = append(inner.Buf, '}')
 	}
-	o.b = append(o.b, ']')
+	o.Buf = append(o.Buf, ']')
 }
 
 // appendJSONString appends s as encoding/json would: it copies the common
@@ -105,6 +105,6 @@ func appendDay(b []byte, d pipeline.Day) []byte {
 		byte('0'+dd/10), byte('0'+dd%10), '"')
 }
 
-// canonicalBuffer sizes the output after the body, which it rarely exceeds
+// CanonicalBuffer sizes the output after the body, which it rarely exceeds
 // by much, so that a large body is written without regrowing.
-func canonicalBuffer(bodyLen int) []byte { return make([]byte, 0, bodyLen+bodyLen/8+64) }
+func CanonicalBuffer(bodyLen int) []byte { return make([]byte, 0, bodyLen+bodyLen/8+64) }

@@ -10,190 +10,190 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
-// path is the loc of a value. Children are made with append, so a child may
+// Path is the loc of a value. Children are made with append, so a child may
 // share its parent's backing array with its siblings: a path must not be kept
 // beyond the call it is passed to (fail copies it).
-type path []string
+type Path []string
 
-func bodyPath() path { return append(make(path, 0, 12), "body") }
+func BodyPath() Path { return append(make(Path, 0, 12), "body") }
 
-func (p path) at(name string) path { return append(p, name) }
+func (p Path) At(name string) Path { return append(p, name) }
 
-func (p path) index(i int) path { return append(p, strconv.Itoa(i)) }
+func (p Path) Index(i int) Path { return append(p, strconv.Itoa(i)) }
 
-// presence is how a model field treats absence and null.
-type presence uint8
+// Presence is how a model field treats absence and null.
+type Presence uint8
 
 const (
-	// required: absence is a missing problem, null is validated (and fails).
-	required presence = iota
-	// optional: Optional[X] = None; absence and null both leave it unset.
-	optional
-	// defaulted: X = default; absence keeps the default, null is validated.
-	defaulted
+	// Required: absence is a missing problem, null is validated (and fails).
+	Required Presence = iota
+	// Optional: Optional[X] = None; absence and null both leave it unset.
+	Optional
+	// Defaulted: X = default; absence keeps the default, null is validated.
+	Defaulted
 )
 
-// checker validates a parsed body against a model and collects the problems
+// Checker validates a parsed body against a model and collects the problems
 // in pydantic's order: fields in declaration order, objects in document order.
-type checker struct {
-	src      []byte
-	problems []Problem
-	full     bool
+type Checker struct {
+	Src      []byte
+	Problems []Problem
+	Full     bool
 }
 
-func (c *checker) err() error {
-	if len(c.problems) == 0 {
+func (c *Checker) Err() error {
+	if len(c.Problems) == 0 {
 		return nil
 	}
-	return &SchemaError{Problems: c.problems}
+	return &SchemaError{Problems: c.Problems}
 }
 
-// fail records a problem unless the cap is reached (the input is not even
+// Fail records a problem unless the cap is reached (the input is not even
 // converted then). ctx may be nil.
-func (c *checker) fail(loc path, typ, msg string, input *node, ctx map[string]any) {
-	if c.full {
+func (c *Checker) Fail(loc Path, typ, msg string, input *Node, ctx map[string]any) {
+	if c.Full {
 		return
 	}
 	if ctx == nil {
 		ctx = map[string]any{}
 	}
-	c.add(Problem{Type: typ, Loc: append([]string(nil), loc...), Msg: msg, Input: c.input(input), Ctx: ctx})
+	c.Add(Problem{Type: typ, Loc: append([]string(nil), loc...), Msg: msg, Input: c.Input(input), Ctx: ctx})
 }
 
-// input converts a node to the plain Go value FastAPI would echo: nil, bool,
+// Input converts a node to the plain Go value FastAPI would echo: nil, bool,
 // string, json.Number (spelled as Python prints it), []any, map[string]any.
-func (c *checker) input(n *node) any {
-	switch n.kind {
-	case kindBool:
-		return n.b
-	case kindNumber:
-		return pyNumber(n.str)
-	case kindString:
-		return n.str
-	case kindArray:
-		elems := c.elems(n)
+func (c *Checker) Input(n *Node) any {
+	switch n.Kind {
+	case KindBool:
+		return n.Bool
+	case KindNumber:
+		return pyNumber(n.Str)
+	case KindString:
+		return n.Str
+	case KindArray:
+		elems := c.Elems(n)
 		out := make([]any, len(elems))
 		for i := range elems {
-			out[i] = c.input(&elems[i])
+			out[i] = c.Input(&elems[i])
 		}
 		return out
-	case kindObject:
-		out := make(map[string]any, len(n.obj))
-		for i := range n.obj {
-			out[n.obj[i].key] = c.input(&n.obj[i].val)
+	case KindObject:
+		out := make(map[string]any, len(n.Members))
+		for i := range n.Members {
+			out[n.Members[i].Key] = c.Input(&n.Members[i].Val)
 		}
 		return out
 	}
 	return nil
 }
 
-// elems returns an array's elements as nodes. An all-number array was parsed
+// Elems returns an array's elements as nodes. An all-number array was parsed
 // into nums only; its nodes, with their literals, are made on first need by
 // parsing it again, which cannot fail since it parsed before.
-func (c *checker) elems(n *node) []node {
-	if n.arr == nil && n.nums != nil {
-		p := parser{src: c.src, generic: true}
-		v, _ := p.value(n.off)
-		n.arr = v.arr
+func (c *Checker) Elems(n *Node) []Node {
+	if n.Arr == nil && n.Nums != nil {
+		p := Parser{Src: c.Src, generic: true}
+		v, _ := p.Value(n.Offset)
+		n.Arr = v.Arr
 	}
-	return n.arr
+	return n.Arr
 }
 
-// lookup returns the field's value for validation, or nil when there is
+// Lookup returns the field's value for validation, or nil when there is
 // nothing to validate; ok is false if its absence is itself a problem.
-func (c *checker) lookup(obj *node, loc path, name string, pr presence) (v *node, ok bool) {
-	v = obj.field(name)
+func (c *Checker) Lookup(obj *Node, loc Path, name string, pr Presence) (v *Node, ok bool) {
+	v = obj.Field(name)
 	switch {
-	case v == nil && pr == required:
-		c.fail(loc.at(name), "missing", "Field required", obj, nil)
+	case v == nil && pr == Required:
+		c.Fail(loc.At(name), "missing", "Field required", obj, nil)
 		return nil, false
-	case v == nil, v.kind == kindNull && pr == optional:
+	case v == nil, v.Kind == KindNull && pr == Optional:
 		return nil, true
 	}
 	return v, true
 }
 
-// model checks that a nested model's input is an object.
-func (c *checker) model(loc path, v *node, class string) bool {
-	if v.kind == kindObject {
+// Model checks that a nested model's input is an object.
+func (c *Checker) Model(loc Path, v *Node, class string) bool {
+	if v.Kind == KindObject {
 		return true
 	}
-	c.fail(loc, "model_type", "Input should be a valid dictionary or instance of "+class, v,
+	c.Fail(loc, "model_type", "Input should be a valid dictionary or instance of "+class, v,
 		map[string]any{"class_name": class})
 	return false
 }
 
-// valueError reports a failed model validator at the model's loc.
-func (c *checker) valueError(loc path, obj *node, text string) {
+// ValueError reports a failed model validator at the model's loc.
+func (c *Checker) ValueError(loc Path, obj *Node, text string) {
 	// FastAPI's jsonable_encoder turns the ValueError in ctx into {}.
-	c.fail(loc, "value_error", "Value error, "+text, obj, map[string]any{"error": map[string]any{}})
+	c.Fail(loc, "value_error", "Value error, "+text, obj, map[string]any{"error": map[string]any{}})
 }
 
-// textRule constrains a string field.
-type textRule struct {
-	min, max int    // length bounds in characters; 0: none
+// TextRule constrains a string field.
+type TextRule struct {
+	Min, Max int    // length bounds in characters; 0: none
 	digits   int    // > 0: exactly this many ASCII digits, reported as pattern
 	pattern  string // the pydantic pattern that digits stands for
 }
 
 var (
-	anyText     = textRule{}
-	maloRule    = textRule{digits: 11, pattern: `^\d{11}$`}
-	dsoMPRule   = textRule{digits: 13, pattern: `^\d{13}$`}
-	mgaRule     = textRule{min: 1, max: 64}
-	profileRule = textRule{min: 1, max: 32}
+	AnyText     = TextRule{}
+	MaloRule    = TextRule{digits: 11, pattern: `^\d{11}$`}
+	DSOMPRule   = TextRule{digits: 13, pattern: `^\d{13}$`}
+	MGARule     = TextRule{Min: 1, Max: 64}
+	ProfileRule = TextRule{Min: 1, Max: 32}
 )
 
-// text validates a string field into dst.
-func text[S ~string](c *checker, obj *node, loc path, name string, pr presence, r textRule, dst *S) bool {
-	v, ok := c.lookup(obj, loc, name, pr)
+// Text validates a string field into dst.
+func Text[S ~string](c *Checker, obj *Node, loc Path, name string, pr Presence, r TextRule, dst *S) bool {
+	v, ok := c.Lookup(obj, loc, name, pr)
 	if v == nil {
 		return ok
 	}
-	s, ok := c.text(loc.at(name), v, r)
+	s, ok := c.Text(loc.At(name), v, r)
 	if ok {
 		*dst = S(s)
 	}
 	return ok
 }
 
-func (c *checker) text(loc path, v *node, r textRule) (string, bool) {
-	if v.kind != kindString {
-		c.fail(loc, "string_type", "Input should be a valid string", v, nil)
+func (c *Checker) Text(loc Path, v *Node, r TextRule) (string, bool) {
+	if v.Kind != KindString {
+		c.Fail(loc, "string_type", "Input should be a valid string", v, nil)
 		return "", false
 	}
-	s := v.str
-	if r.min > 0 || r.max > 0 {
+	s := v.Str
+	if r.Min > 0 || r.Max > 0 {
 		n := utf8.RuneCountInString(s) // pydantic counts characters
-		if r.min > 0 && n < r.min {
-			c.fail(loc, "string_too_short", "String should have at least "+plural(r.min, "character"), v,
-				map[string]any{"min_length": r.min})
+		if r.Min > 0 && n < r.Min {
+			c.Fail(loc, "string_too_short", "String should have at least "+Plural(r.Min, "character"), v,
+				map[string]any{"min_length": r.Min})
 			return "", false
 		}
-		if r.max > 0 && n > r.max {
-			c.fail(loc, "string_too_long", "String should have at most "+plural(r.max, "character"), v,
-				map[string]any{"max_length": r.max})
+		if r.Max > 0 && n > r.Max {
+			c.Fail(loc, "string_too_long", "String should have at most "+Plural(r.Max, "character"), v,
+				map[string]any{"max_length": r.Max})
 			return "", false
 		}
 	}
-	if r.digits > 0 && !isDigits(s, r.digits) {
-		c.fail(loc, "string_pattern_mismatch", "String should match pattern '"+r.pattern+"'", v,
+	if r.digits > 0 && !IsDigits(s, r.digits) {
+		c.Fail(loc, "string_pattern_mismatch", "String should match pattern '"+r.pattern+"'", v,
 			map[string]any{"pattern": r.pattern})
 		return "", false
 	}
 	return s, true
 }
 
-func plural(n int, noun string) string {
+func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
 	return strconv.Itoa(n) + " " + noun + "s"
 }
 
-// isDigits matches ^\d{n}$ for ASCII digits. Python's \d would also match
+// IsDigits matches ^\d{n}$ for ASCII digits. Python's \d would also match
 // other scripts' digits; an identifier of the German market is ASCII.
-func isDigits(s string, n int) bool {
+func IsDigits(s string, n int) bool {
 	if len(s) != n {
 		return false
 	}
@@ -205,14 +205,14 @@ func isDigits(s string, n int) bool {
 	return true
 }
 
-// literal is a Literal[...] type: the allowed strings and pydantic's
+// Literal is a Literal[...] type: the allowed strings and pydantic's
 // rendering of them.
-type literal struct {
-	options  []string
-	expected string
+type Literal struct {
+	Options  []string
+	Expected string
 }
 
-func newLiteral(options ...string) literal {
+func NewLiteral(options ...string) Literal {
 	quoted := make([]string, len(options))
 	for i, o := range options {
 		quoted[i] = "'" + o + "'"
@@ -221,113 +221,113 @@ func newLiteral(options ...string) literal {
 	if len(quoted) > 1 {
 		expected = strings.Join(quoted[:len(quoted)-1], ", ") + " or " + expected
 	}
-	return literal{options: options, expected: expected}
+	return Literal{Options: options, Expected: expected}
 }
 
 var (
-	seriesKinds   = newLiteral(string(pipeline.Production), string(pipeline.Consumption))
-	sliceKinds    = newLiteral(string(pipeline.Consumption), string(pipeline.Production))
-	forecastUnits = newLiteral(string(pipeline.MW), string(pipeline.MWH))
-	meteredUnits  = newLiteral(string(pipeline.MW), string(pipeline.MWH), string(pipeline.KWH))
-	meteringTypes = newLiteral(string(pipeline.SLP), string(pipeline.TLP), string(pipeline.RLM), string(pipeline.IMSys))
+	SeriesKinds   = NewLiteral(string(pipeline.Production), string(pipeline.Consumption))
+	SliceKinds    = NewLiteral(string(pipeline.Consumption), string(pipeline.Production))
+	ForecastUnits = NewLiteral(string(pipeline.MW), string(pipeline.MWH))
+	MeteredUnits  = NewLiteral(string(pipeline.MW), string(pipeline.MWH), string(pipeline.KWH))
+	MeteringTypes = NewLiteral(string(pipeline.SLP), string(pipeline.TLP), string(pipeline.RLM), string(pipeline.IMSys))
 )
 
-// choice validates a Literal field into dst.
-func choice[S ~string](c *checker, obj *node, loc path, name string, pr presence, l literal, dst *S) bool {
-	v, ok := c.lookup(obj, loc, name, pr)
+// Choice validates a Literal field into dst.
+func Choice[S ~string](c *Checker, obj *Node, loc Path, name string, pr Presence, l Literal, dst *S) bool {
+	v, ok := c.Lookup(obj, loc, name, pr)
 	if v == nil {
 		return ok
 	}
-	return choiceValue(c, loc.at(name), v, l, dst)
+	return ChoiceValue(c, loc.At(name), v, l, dst)
 }
 
-// choiceValue validates the value of a Literal field at loc into dst.
-func choiceValue[S ~string](c *checker, loc path, v *node, l literal, dst *S) bool {
-	if v.kind == kindString {
-		for _, o := range l.options {
-			if v.str == o {
+// ChoiceValue validates the value of a Literal field at loc into dst.
+func ChoiceValue[S ~string](c *Checker, loc Path, v *Node, l Literal, dst *S) bool {
+	if v.Kind == KindString {
+		for _, o := range l.Options {
+			if v.Str == o {
 				*dst = S(o)
 				return true
 			}
 		}
 	}
-	c.fail(loc, "literal_error", "Input should be "+l.expected, v, map[string]any{"expected": l.expected})
+	c.Fail(loc, "literal_error", "Input should be "+l.Expected, v, map[string]any{"expected": l.Expected})
 	return false
 }
 
-// flag validates a bool field into dst, which holds the default. Unlike
+// Flag validates a bool field into dst, which holds the default. Unlike
 // pydantic's lax mode, strings such as "true" and the numbers 0 and 1 are not
 // booleans here.
-func (c *checker) flag(obj *node, loc path, name string, dst *bool) bool {
-	v, ok := c.lookup(obj, loc, name, defaulted)
+func (c *Checker) Flag(obj *Node, loc Path, name string, dst *bool) bool {
+	v, ok := c.Lookup(obj, loc, name, Defaulted)
 	if v == nil {
 		return ok
 	}
-	switch v.kind {
-	case kindBool:
-		*dst = v.b
+	switch v.Kind {
+	case KindBool:
+		*dst = v.Bool
 		return true
-	case kindString:
-		c.fail(loc.at(name), "bool_parsing", "Input should be a valid boolean, unable to interpret input", v, nil)
+	case KindString:
+		c.Fail(loc.At(name), "bool_parsing", "Input should be a valid boolean, unable to interpret input", v, nil)
 	default:
-		c.fail(loc.at(name), "bool_type", "Input should be a valid boolean", v, nil)
+		c.Fail(loc.At(name), "bool_type", "Input should be a valid boolean", v, nil)
 	}
 	return false
 }
 
-// dateField validates a date field into dst; an unset optional date leaves
+// DateField validates a date field into dst; an unset optional date leaves
 // dst zero.
-func (c *checker) dateField(obj *node, loc path, name string, pr presence, dst *pipeline.Day) bool {
-	v, ok := c.lookup(obj, loc, name, pr)
+func (c *Checker) DateField(obj *Node, loc Path, name string, pr Presence, dst *pipeline.Day) bool {
+	v, ok := c.Lookup(obj, loc, name, pr)
 	if v == nil {
 		return ok
 	}
-	return c.dateValue(loc.at(name), v, dst)
+	return c.DateValue(loc.At(name), v, dst)
 }
 
-// dateValue validates the value of a date field at loc into dst.
-func (c *checker) dateValue(loc path, v *node, dst *pipeline.Day) bool {
-	if v.kind != kindString {
-		c.fail(loc, "date_type", "Input should be a valid date", v, nil)
+// DateValue validates the value of a date field at loc into dst.
+func (c *Checker) DateValue(loc Path, v *Node, dst *pipeline.Day) bool {
+	if v.Kind != KindString {
+		c.Fail(loc, "date_type", "Input should be a valid date", v, nil)
 		return false
 	}
-	d, p := parseDate(v.str)
+	d, p := ParseDate(v.Str)
 	if p != nil {
 		p.Loc = append([]string(nil), loc...)
-		p.Input = v.str
-		c.add(*p)
+		p.Input = v.Str
+		c.Add(*p)
 		return false
 	}
 	*dst = d
 	return true
 }
 
-// add records a problem that was built elsewhere.
-func (c *checker) add(p Problem) {
-	if !c.full {
-		c.problems = append(c.problems, p)
-		c.full = len(c.problems) >= MaxProblems
+// Add records a problem that was built elsewhere.
+func (c *Checker) Add(p Problem) {
+	if !c.Full {
+		c.Problems = append(c.Problems, p)
+		c.Full = len(c.Problems) >= MaxProblems
 	}
 }
 
 // Error texts of speedate, the date parser behind pydantic.
 const (
-	dateTooShort      = "input is too short"
+	DateTooShort      = "input is too short"
 	dateYearChar      = "invalid character in year"
 	dateSeparator     = "invalid date separator, expected `-`"
 	dateMonthChar     = "invalid character in month"
 	dateDayChar       = "invalid character in day"
 	dateMonthRange    = "month value is outside expected range of 1-12"
 	dateDayRange      = "day value is outside expected range"
-	dateExtraAtTheEnd = "unexpected extra characters at the end of the input"
+	DateExtraAtTheEnd = "unexpected extra characters at the end of the input"
 )
 
-// parseDate accepts exactly YYYY-MM-DD. It checks in speedate's order, byte by
+// ParseDate accepts exactly YYYY-MM-DD. It checks in speedate's order, byte by
 // byte and then the ranges, so that the error names the first wrong thing. A
 // valid date followed by more (a time, a zone) is a date_parsing problem: the
 // contract wants a calendar day, not an instant. The returned problem lacks
 // loc and input.
-func parseDate(s string) (pipeline.Day, *Problem) {
+func ParseDate(s string) (pipeline.Day, *Problem) {
 	failed := func(text string) (pipeline.Day, *Problem) {
 		return pipeline.Day{}, &Problem{
 			Type: "date_from_datetime_parsing", Msg: "Input should be a valid date or datetime, " + text,
@@ -335,7 +335,7 @@ func parseDate(s string) (pipeline.Day, *Problem) {
 		}
 	}
 	if len(s) < 10 {
-		return failed(dateTooShort)
+		return failed(DateTooShort)
 	}
 	num := func(b string) (int, bool) {
 		n := 0
@@ -384,8 +384,8 @@ func parseDate(s string) (pipeline.Day, *Problem) {
 	}
 	if len(s) > 10 {
 		return pipeline.Day{}, &Problem{
-			Type: "date_parsing", Msg: "Input should be a valid date in the format YYYY-MM-DD, " + dateExtraAtTheEnd,
-			Ctx: map[string]any{"error": dateExtraAtTheEnd},
+			Type: "date_parsing", Msg: "Input should be a valid date in the format YYYY-MM-DD, " + DateExtraAtTheEnd,
+			Ctx: map[string]any{"error": DateExtraAtTheEnd},
 		}
 	}
 	return pipeline.NewDay(year, time.Month(month), day), nil
@@ -395,7 +395,7 @@ func parseDate(s string) (pipeline.Day, *Problem) {
 // validated, so that GET /v1/forecasts/{delivery_day} answers a bad day with
 // the same 422 shape: a *SchemaError with loc ["path", name].
 func PathDay(name, value string) (pipeline.Day, error) {
-	d, p := parseDate(value)
+	d, p := ParseDate(value)
 	if p != nil {
 		p.Loc = []string{"path", name}
 		p.Input = value
@@ -404,83 +404,83 @@ func PathDay(name, value string) (pipeline.Day, error) {
 	return d, nil
 }
 
-// quantity validates a number that must be finite and not negative. Unlike
+// Quantity validates a number that must be finite and not negative. Unlike
 // pydantic's lax mode, a numeric string is not a number here.
-func (c *checker) quantity(loc path, v *node) (float64, bool) {
+func (c *Checker) Quantity(loc Path, v *Node) (float64, bool) {
 	switch {
-	case v.kind == kindString:
-		c.fail(loc, "float_parsing", "Input should be a valid number, unable to parse string as a number", v, nil)
-	case v.kind != kindNumber:
-		c.fail(loc, "float_type", "Input should be a valid number", v, nil)
-	case math.IsInf(v.num, 0):
-		c.fail(loc, "finite_number", "Input should be a finite number", v, nil)
-	case v.num < 0:
-		c.fail(loc, "greater_than_equal", "Input should be greater than or equal to 0", v, map[string]any{"ge": 0})
+	case v.Kind == KindString:
+		c.Fail(loc, "float_parsing", "Input should be a valid number, unable to parse string as a number", v, nil)
+	case v.Kind != KindNumber:
+		c.Fail(loc, "float_type", "Input should be a valid number", v, nil)
+	case math.IsInf(v.Num, 0):
+		c.Fail(loc, "finite_number", "Input should be a finite number", v, nil)
+	case v.Num < 0:
+		c.Fail(loc, "greater_than_equal", "Input should be greater than or equal to 0", v, map[string]any{"ge": 0})
 	default:
-		return v.num, true
+		return v.Num, true
 	}
 	return 0, false
 }
 
-// amount validates an optional quantity field into dst.
-func (c *checker) amount(obj *node, loc path, name string, dst **float64) bool {
-	v, ok := c.lookup(obj, loc, name, optional)
+// Amount validates an optional quantity field into dst.
+func (c *Checker) Amount(obj *Node, loc Path, name string, dst **float64) bool {
+	v, ok := c.Lookup(obj, loc, name, Optional)
 	if v == nil {
 		return ok
 	}
-	f, ok := c.quantity(loc.at(name), v)
+	f, ok := c.Quantity(loc.At(name), v)
 	if ok {
 		*dst = &f
 	}
 	return ok
 }
 
-// listField looks up a field that must be a list. It returns nil when the
+// ListField looks up a field that must be a list. It returns nil when the
 // field is absent (ok tells whether that is allowed) or not a list (reported).
-func (c *checker) listField(obj *node, loc path, name string, pr presence) (*node, path, bool) {
-	v, ok := c.lookup(obj, loc, name, pr)
+func (c *Checker) ListField(obj *Node, loc Path, name string, pr Presence) (*Node, Path, bool) {
+	v, ok := c.Lookup(obj, loc, name, pr)
 	if v == nil {
 		return nil, nil, ok
 	}
-	l := loc.at(name)
-	if v.kind != kindArray {
-		c.fail(l, "list_type", "Input should be a valid list", v, nil)
+	l := loc.At(name)
+	if v.Kind != KindArray {
+		c.Fail(l, "list_type", "Input should be a valid list", v, nil)
 		return nil, l, false
 	}
 	return v, l, true
 }
 
-// quantities validates a required list of quantities into dst. The common case,
+// Quantities validates a required list of quantities into dst. The common case,
 // an array of valid numbers, costs one comparison per value and no copy.
-func (c *checker) quantities(obj *node, loc path, name string, dst *[]float64) bool {
-	v, l, ok := c.listField(obj, loc, name, required)
+func (c *Checker) Quantities(obj *Node, loc Path, name string, dst *[]float64) bool {
+	v, l, ok := c.ListField(obj, loc, name, Required)
 	if v == nil {
 		return ok
 	}
-	if v.nums != nil {
+	if v.Nums != nil {
 		ok := true
-		for i, f := range v.nums {
+		for i, f := range v.Nums {
 			if f >= 0 && f <= math.MaxFloat64 {
 				continue
 			}
 			ok = false
-			if c.full {
+			if c.Full {
 				break
 			}
-			c.quantity(l.index(i), &c.elems(v)[i])
+			c.Quantity(l.Index(i), &c.Elems(v)[i])
 		}
 		if ok {
-			*dst = v.nums
+			*dst = v.Nums
 		}
 		return ok
 	}
-	out := make([]float64, len(v.arr))
+	out := make([]float64, len(v.Arr))
 	ok = true
-	for i := range v.arr {
-		if c.full {
+	for i := range v.Arr {
+		if c.Full {
 			return false
 		}
-		f, good := c.quantity(l.index(i), &v.arr[i])
+		f, good := c.Quantity(l.Index(i), &v.Arr[i])
 		out[i], ok = f, ok && good
 	}
 	if ok {
@@ -489,26 +489,26 @@ func (c *checker) quantities(obj *node, loc path, name string, dst *[]float64) b
 	return ok
 }
 
-// list validates a list of at least one model into dst. Items are validated
+// List validates a list of at least one model into dst. Items are validated
 // even after one fails, because pydantic reports all of them.
-func list[T any](c *checker, obj *node, loc path, name string, pr presence, item func(*checker, path, *node) (T, bool), dst *[]T) bool {
-	v, l, ok := c.listField(obj, loc, name, pr)
+func List[T any](c *Checker, obj *Node, loc Path, name string, pr Presence, item func(*Checker, Path, *Node) (T, bool), dst *[]T) bool {
+	v, l, ok := c.ListField(obj, loc, name, pr)
 	if v == nil {
 		return ok
 	}
-	elems := c.elems(v)
+	elems := c.Elems(v)
 	if len(elems) == 0 {
-		c.fail(l, "too_short", "List should have at least 1 item after validation, not 0", v,
+		c.Fail(l, "too_short", "List should have at least 1 item after validation, not 0", v,
 			map[string]any{"field_type": "List", "min_length": 1, "actual_length": 0})
 		return false
 	}
 	out := make([]T, len(elems))
 	ok = true
 	for i := range elems {
-		if c.full {
+		if c.Full {
 			return false
 		}
-		x, good := item(c, l.index(i), &elems[i])
+		x, good := item(c, l.Index(i), &elems[i])
 		out[i], ok = x, ok && good
 	}
 	if ok {
@@ -517,9 +517,9 @@ func list[T any](c *checker, obj *node, loc path, name string, pr presence, item
 	return ok
 }
 
-// decodeObject parses a body and checks that it is an object, with FastAPI's
-// body-level problems otherwise. It returns the checker for the fields.
-func decodeObject(body []byte) (*checker, *node, error) {
+// DecodeObject parses a body and checks that it is an object, with FastAPI's
+// body-level problems otherwise. It returns the Checker for the fields.
+func DecodeObject(body []byte) (*Checker, *Node, error) {
 	if len(body) == 0 {
 		return nil, nil, missingBody()
 	}
@@ -530,24 +530,24 @@ func decodeObject(body []byte) (*checker, *node, error) {
 		src = src[3:]
 	}
 	if !utf8.Valid(src) {
-		return nil, nil, jsonInvalid(src, firstInvalidUTF8(src), msgInvalidUTF8)
+		return nil, nil, jsonInvalid(src, FirstInvalidUTF8(src), MsgInvalidUTF8)
 	}
-	root, serr := parse(src)
+	root, serr := Parse(src)
 	if serr != nil {
-		return nil, nil, jsonInvalid(src, serr.off, serr.msg)
+		return nil, nil, jsonInvalid(src, serr.Offset, serr.Msg)
 	}
-	c := &checker{src: src}
-	switch root.kind {
-	case kindObject:
+	c := &Checker{Src: src}
+	switch root.Kind {
+	case KindObject:
 		return c, &root, nil
-	case kindNull:
+	case KindNull:
 		// FastAPI treats a JSON null body like no body.
 		return nil, nil, missingBody()
 	}
 	return nil, nil, &SchemaError{Problems: []Problem{{
 		Type: "model_attributes_type", Loc: []string{"body"},
 		Msg:   "Input should be a valid dictionary or object to extract fields from",
-		Input: c.input(&root), Ctx: map[string]any{},
+		Input: c.Input(&root), Ctx: map[string]any{},
 	}}}
 }
 
@@ -564,7 +564,7 @@ func jsonInvalid(src []byte, off int, msg string) error {
 	}}}
 }
 
-func firstInvalidUTF8(b []byte) int {
+func FirstInvalidUTF8(b []byte) int {
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && size <= 1 {
@@ -575,14 +575,14 @@ func firstInvalidUTF8(b []byte) int {
 	return len(b)
 }
 
-// balancingGroupPattern is the pattern of a balancing group's EIC as the
+// BalancingGroupPattern is the pattern of a balancing group's EIC as the
 // API's model declares it: an EIC (pipeline.ValidEIC) of type X.
-const balancingGroupPattern = `^[0-9]{2}X[0-9A-Z-]{12}[0-9A-Z]$`
+const BalancingGroupPattern = `^[0-9]{2}X[0-9A-Z-]{12}[0-9A-Z]$`
 
-// notUnicode reports a CSV cell that is not UTF-8, with the type pydantic
+// NotUnicode reports a CSV cell that is not UTF-8, with the type pydantic
 // gives bytes that do not decode; the input shows the cell with its broken
 // bytes replaced, since a problem must render as JSON.
-func notUnicode(c *checker, loc path, cell []byte) {
-	c.fail(loc, "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string",
-		&node{kind: kindString, str: strings.ToValidUTF8(string(cell), "\uFFFD")}, nil)
+func NotUnicode(c *Checker, loc Path, cell []byte) {
+	c.Fail(loc, "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string",
+		&Node{Kind: KindString, Str: strings.ToValidUTF8(string(cell), "\uFFFD")}, nil)
 }

@@ -68,21 +68,21 @@ func (e *BusinessError) Error() string {
 // Kind classifies the error for the API's status table.
 func (e *BusinessError) Kind() pipeline.ErrorKind { return pipeline.Invalid }
 
-// findings collects business-rule messages in the order the rules are checked.
-type findings struct {
+// Findings collects business-rule messages in the order the rules are checked.
+type Findings struct {
 	msgs  []string
 	total int
 }
 
-func (f *findings) addf(format string, args ...any) {
+func (f *Findings) Addf(format string, args ...any) {
 	f.total++
 	if len(f.msgs) < maxMessages {
 		f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
 	}
 }
 
-// err returns nil when no rule was broken, so that callers can return it as is.
-func (f *findings) err() error {
+// Err returns nil when no rule was broken, so that callers can return it as is.
+func (f *Findings) Err() error {
 	if f.total == 0 {
 		return nil
 	}

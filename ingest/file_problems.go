@@ -93,9 +93,9 @@ var listNames = map[string]bool{
 	"trades": true,
 }
 
-// fileProblem converts an API problem; the location in the file is set by
+// FileProblemOf converts an API problem; the location in the file is set by
 // the caller.
-func fileProblem(p Problem) FileProblem {
+func FileProblemOf(p Problem) FileProblem {
 	loc := make([]any, len(p.Loc))
 	for i, s := range p.Loc {
 		loc[i] = s

@@ -4,19 +4,19 @@ import (
 	"unicode/utf8"
 )
 
-// kind is the JSON type of a node.
-type kind uint8
+// Kind is the JSON type of a node.
+type Kind uint8
 
 const (
-	kindNull kind = iota
-	kindBool
-	kindNumber
-	kindString
-	kindArray
-	kindObject
+	KindNull Kind = iota
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
 )
 
-// node is a parsed JSON value. The validators need the JSON type of every
+// Node is a parsed JSON value. The validators need the JSON type of every
 // value (pydantic's errors depend on it) and the value itself for the error's
 // input, so the tree keeps both; numbers also keep their literal, because
 // FastAPI echoes 1 and 1.0 differently.
@@ -25,39 +25,39 @@ const (
 // node per element: that is the shape of every values list, and it saves a
 // node, a literal and a pointer per quarter-hour. Should such an array be
 // needed element by element (to report a negative value), it is parsed again
-// from off (see checker.elems).
-type node struct {
-	kind kind
-	b    bool
-	off  int     // byte offset of the value in the source
-	num  float64 // numbers; ±Inf when the literal overflows float64
-	str  string  // strings; the literal of a number
-	arr  []node  // arrays parsed element by element
-	nums []float64
-	obj  []member // objects in document order, duplicate keys included
+// from off (see Checker.Elems).
+type Node struct {
+	Kind    Kind
+	Bool    bool
+	Offset  int     // byte offset of the value in the source
+	Num     float64 // numbers; ±Inf when the literal overflows float64
+	Str     string  // strings; the literal of a number
+	Arr     []Node  // arrays parsed element by element
+	Nums    []float64
+	Members []Member // objects in document order, duplicate keys included
 }
 
-type member struct {
-	key string
-	val node
+type Member struct {
+	Key string
+	Val Node
 }
 
-// field returns the value of the last member with the key, or nil. The last
+// Field returns the value of the last member with the key, or nil. The last
 // one wins because Python's json module builds a dict the same way.
-func (n *node) field(key string) *node {
-	for i := len(n.obj) - 1; i >= 0; i-- {
-		if n.obj[i].key == key {
-			return &n.obj[i].val
+func (n *Node) Field(key string) *Node {
+	for i := len(n.Members) - 1; i >= 0; i-- {
+		if n.Members[i].Key == key {
+			return &n.Members[i].Val
 		}
 	}
 	return nil
 }
 
-// present reports whether an object has the key with a non-null value, which
+// Present reports whether an object has the key with a non-null value, which
 // is what pydantic's model validators see as "set" (`is not None`).
-func (n *node) present(key string) bool {
-	v := n.field(key)
-	return v != nil && v.kind != kindNull
+func (n *Node) Present(key string) bool {
+	v := n.Field(key)
+	return v != nil && v.Kind != KindNull
 }
 
 // The messages of Python's json.JSONDecodeError (CPython 3.13, Modules/_json.c),
@@ -65,19 +65,19 @@ func (n *node) present(key string) bool {
 // are ours: Python fails on those inputs with other exceptions, which FastAPI
 // turns into a 400 that this API does not have.
 const (
-	msgExpectingValue   = "Expecting value"
-	msgExpectingName    = "Expecting property name enclosed in double quotes"
-	msgExpectingColon   = "Expecting ':' delimiter"
-	msgExpectingComma   = "Expecting ',' delimiter"
-	msgTrailingObject   = "Illegal trailing comma before end of object"
-	msgTrailingArray    = "Illegal trailing comma before end of array"
-	msgUnterminated     = "Unterminated string starting at"
+	MsgExpectingValue   = "Expecting value"
+	MsgExpectingName    = "Expecting property name enclosed in double quotes"
+	MsgExpectingColon   = "Expecting ':' delimiter"
+	MsgExpectingComma   = "Expecting ',' delimiter"
+	MsgTrailingObject   = "Illegal trailing comma before end of object"
+	MsgTrailingArray    = "Illegal trailing comma before end of array"
+	MsgUnterminated     = "Unterminated string starting at"
 	msgControlCharacter = "Invalid control character at"
 	msgInvalidEscape    = `Invalid \escape`
 	msgInvalidUnicode   = `Invalid \uXXXX escape`
-	msgExtraData        = "Extra data"
+	MsgExtraData        = "Extra data"
 	msgTooDeep          = "maximum nesting depth exceeded"
-	msgInvalidUTF8      = "invalid UTF-8"
+	MsgInvalidUTF8      = "invalid UTF-8"
 )
 
 const (
@@ -99,19 +99,19 @@ const (
 	supplementary  = 0x10000
 )
 
-// syntaxError is malformed JSON at a byte offset of the source.
-type syntaxError struct {
-	off int
-	msg string
+// SyntaxError is malformed JSON at a byte offset of the source.
+type SyntaxError struct {
+	Offset int
+	Msg    string
 }
 
-// parser is a recursive-descent JSON parser that follows CPython's scanner
+// Parser is a recursive-descent JSON parser that follows CPython's scanner
 // decision for decision, so that the first error it meets is the one Python
 // reports, at the same place. Unlike Python it rejects NaN and Infinity, which
 // are not JSON.
 //
 // It stays hand-written because no maintained library does its work faster.
-// BenchmarkJSONPeers (json_bench_test.go) runs it alternately with each peer
+// BenchmarkJSONPeers (ingest/databody/json_bench_test.go) runs it alternately with each peer
 // on the same bodies (2026-11-26, shared 2-core AMD EPYC; peer time / ours):
 // the tokenizer of go-json-experiment/json building the same tree takes
 // 2.3-3.4x as long on the 10k-entry metered body (1.2-1.3x with 17-digit
@@ -124,44 +124,44 @@ type syntaxError struct {
 // need; adopting one would mean a second decoder for the success path with
 // its own rules for case-insensitive names, nulls and invalid UTF-8. Where
 // they win, the time is in number conversion (strconv for numbers beyond
-// exactFloat), not in the tokenizer.
-type parser struct {
-	src     []byte
-	depth   int
+// ExactFloat), not in the tokenizer.
+type Parser struct {
+	Src     []byte
+	Depth   int
 	generic bool // true: no number-array shortcut, every element gets a node
-	err     *syntaxError
-	keys    map[string]string // interned member names: each entry repeats them
+	Err     *SyntaxError
+	Keys    map[string]string // interned member names: each entry repeats them
 	// Scratch stacks that collect the elements of the arrays and objects being
 	// parsed, so that each gets one exactly sized allocation at its end.
-	nodes   []node
-	members []member
+	nodes   []Node
+	members []Member
 	nums    []float64
 }
 
-// parse parses a whole document.
-func parse(src []byte) (node, *syntaxError) {
-	p := parser{src: src, keys: make(map[string]string)}
-	v, i := p.value(p.space(0))
-	if p.err != nil {
-		return node{}, p.err
+// Parse parses a whole document.
+func Parse(src []byte) (Node, *SyntaxError) {
+	p := Parser{Src: src, Keys: make(map[string]string)}
+	v, i := p.Value(p.Space(0))
+	if p.Err != nil {
+		return Node{}, p.Err
 	}
-	if i = p.space(i); i != len(src) {
-		return node{}, &syntaxError{off: i, msg: msgExtraData}
+	if i = p.Space(i); i != len(src) {
+		return Node{}, &SyntaxError{Offset: i, Msg: MsgExtraData}
 	}
 	return v, nil
 }
 
-func (p *parser) fail(off int, msg string) (node, int) {
-	if p.err == nil {
-		p.err = &syntaxError{off: off, msg: msg}
+func (p *Parser) fail(off int, msg string) (Node, int) {
+	if p.Err == nil {
+		p.Err = &SyntaxError{Offset: off, Msg: msg}
 	}
-	return node{}, -1
+	return Node{}, -1
 }
 
-// space skips JSON whitespace, the same four characters Python skips.
-func (p *parser) space(i int) int {
-	for i < len(p.src) {
-		switch p.src[i] {
+// Space skips JSON whitespace, the same four characters Python skips.
+func (p *Parser) Space(i int) int {
+	for i < len(p.Src) {
+		switch p.Src[i] {
 		case ' ', '\t', '\n', '\r':
 			i++
 		default:
@@ -171,46 +171,46 @@ func (p *parser) space(i int) int {
 	return i
 }
 
-func (p *parser) word(i int, w string) bool {
-	return len(p.src)-i >= len(w) && string(p.src[i:i+len(w)]) == w
+func (p *Parser) word(i int, w string) bool {
+	return len(p.Src)-i >= len(w) && string(p.Src[i:i+len(w)]) == w
 }
 
-// value parses the value at i and returns it with the offset after it.
-func (p *parser) value(i int) (node, int) {
-	if i >= len(p.src) {
-		return p.fail(i, msgExpectingValue)
+// Value parses the value at i and returns it with the offset after it.
+func (p *Parser) Value(i int) (Node, int) {
+	if i >= len(p.Src) {
+		return p.fail(i, MsgExpectingValue)
 	}
-	switch p.src[i] {
+	switch p.Src[i] {
 	case '"':
 		s, j := p.string(i+1, false)
-		return node{kind: kindString, off: i, str: s}, j
+		return Node{Kind: KindString, Offset: i, Str: s}, j
 	case '{':
 		return p.object(i)
 	case '[':
 		return p.array(i)
 	case 'n':
 		if p.word(i, "null") {
-			return node{kind: kindNull, off: i}, i + 4
+			return Node{Kind: KindNull, Offset: i}, i + 4
 		}
 	case 't':
 		if p.word(i, "true") {
-			return node{kind: kindBool, off: i, b: true}, i + 4
+			return Node{Kind: KindBool, Offset: i, Bool: true}, i + 4
 		}
 	case 'f':
 		if p.word(i, "false") {
-			return node{kind: kindBool, off: i}, i + 5
+			return Node{Kind: KindBool, Offset: i}, i + 5
 		}
 	}
 	j, f, ok := p.number(i)
 	if !ok {
-		return p.fail(i, msgExpectingValue)
+		return p.fail(i, MsgExpectingValue)
 	}
-	return node{kind: kindNumber, off: i, num: f, str: string(p.src[i:j])}, j
+	return Node{Kind: KindNumber, Offset: i, Num: f, Str: string(p.Src[i:j])}, j
 }
 
-func (p *parser) enter(i int) bool {
-	p.depth++
-	if p.depth > maxDepth {
+func (p *Parser) enter(i int) bool {
+	p.Depth++
+	if p.Depth > maxDepth {
 		p.fail(i, msgTooDeep)
 		return false
 	}
@@ -218,88 +218,88 @@ func (p *parser) enter(i int) bool {
 }
 
 // object parses the object whose '{' is at start.
-func (p *parser) object(start int) (node, int) {
+func (p *Parser) object(start int) (Node, int) {
 	if !p.enter(start) {
-		return node{}, -1
+		return Node{}, -1
 	}
-	defer func() { p.depth-- }()
-	s := p.src
-	i := p.space(start + 1)
+	defer func() { p.Depth-- }()
+	s := p.Src
+	i := p.Space(start + 1)
 	if i < len(s) && s[i] == '}' {
-		return node{kind: kindObject, off: start, obj: []member{}}, i + 1
+		return Node{Kind: KindObject, Offset: start, Members: []Member{}}, i + 1
 	}
 	base := len(p.members)
 	defer func() { p.members = p.members[:base] }()
 	for {
 		if i >= len(s) || s[i] != '"' {
-			return p.fail(i, msgExpectingName)
+			return p.fail(i, MsgExpectingName)
 		}
 		key, j := p.string(i+1, true)
-		if p.err != nil {
-			return node{}, -1
+		if p.Err != nil {
+			return Node{}, -1
 		}
-		if i = p.space(j); i >= len(s) || s[i] != ':' {
-			return p.fail(i, msgExpectingColon)
+		if i = p.Space(j); i >= len(s) || s[i] != ':' {
+			return p.fail(i, MsgExpectingColon)
 		}
-		v, j := p.value(p.space(i + 1))
-		if p.err != nil {
-			return node{}, -1
+		v, j := p.Value(p.Space(i + 1))
+		if p.Err != nil {
+			return Node{}, -1
 		}
-		p.members = append(p.members, member{key: key, val: v})
-		if i = p.space(j); i < len(s) && s[i] == '}' {
+		p.members = append(p.members, Member{Key: key, Val: v})
+		if i = p.Space(j); i < len(s) && s[i] == '}' {
 			break
 		}
 		if i >= len(s) || s[i] != ',' {
-			return p.fail(i, msgExpectingComma)
+			return p.fail(i, MsgExpectingComma)
 		}
 		comma := i
-		if i = p.space(i + 1); i < len(s) && s[i] == '}' {
-			return p.fail(comma, msgTrailingObject)
+		if i = p.Space(i + 1); i < len(s) && s[i] == '}' {
+			return p.fail(comma, MsgTrailingObject)
 		}
 	}
-	obj := make([]member, len(p.members)-base)
+	obj := make([]Member, len(p.members)-base)
 	copy(obj, p.members[base:])
-	return node{kind: kindObject, off: start, obj: obj}, i + 1
+	return Node{Kind: KindObject, Offset: start, Members: obj}, i + 1
 }
 
 // array parses the array whose '[' is at start.
-func (p *parser) array(start int) (node, int) {
+func (p *Parser) array(start int) (Node, int) {
 	if !p.enter(start) {
-		return node{}, -1
+		return Node{}, -1
 	}
-	defer func() { p.depth-- }()
-	s := p.src
-	i := p.space(start + 1)
+	defer func() { p.Depth-- }()
+	s := p.Src
+	i := p.Space(start + 1)
 	if !p.generic {
-		if nums, j, ok := p.numbers(i); ok || p.err != nil {
-			return node{kind: kindArray, off: start, nums: nums}, j
+		if nums, j, ok := p.numbers(i); ok || p.Err != nil {
+			return Node{Kind: KindArray, Offset: start, Nums: nums}, j
 		}
 	}
 	if i < len(s) && s[i] == ']' {
-		return node{kind: kindArray, off: start, arr: []node{}}, i + 1
+		return Node{Kind: KindArray, Offset: start, Arr: []Node{}}, i + 1
 	}
 	base := len(p.nodes)
 	defer func() { p.nodes = p.nodes[:base] }()
 	for {
-		v, j := p.value(i)
-		if p.err != nil {
-			return node{}, -1
+		v, j := p.Value(i)
+		if p.Err != nil {
+			return Node{}, -1
 		}
 		p.nodes = append(p.nodes, v)
-		if i = p.space(j); i < len(s) && s[i] == ']' {
+		if i = p.Space(j); i < len(s) && s[i] == ']' {
 			break
 		}
 		if i >= len(s) || s[i] != ',' {
-			return p.fail(i, msgExpectingComma)
+			return p.fail(i, MsgExpectingComma)
 		}
 		comma := i
-		if i = p.space(i + 1); i < len(s) && s[i] == ']' {
-			return p.fail(comma, msgTrailingArray)
+		if i = p.Space(i + 1); i < len(s) && s[i] == ']' {
+			return p.fail(comma, MsgTrailingArray)
 		}
 	}
-	arr := make([]node, len(p.nodes)-base)
+	arr := make([]Node, len(p.nodes)-base)
 	copy(arr, p.nodes[base:])
-	return node{kind: kindArray, off: start, arr: arr}, i + 1
+	return Node{Kind: KindArray, Offset: start, Arr: arr}, i + 1
 }
 
 // numbers parses the rest of an array (i is after '[' and whitespace) if all
@@ -307,8 +307,8 @@ func (p *parser) array(start int) (node, int) {
 // element that does not start like a number, and the caller then parses the
 // array element by element; errors it meets are the errors the generic path
 // would meet at the same place.
-func (p *parser) numbers(i int) ([]float64, int, bool) {
-	s := p.src
+func (p *Parser) numbers(i int) ([]float64, int, bool) {
+	s := p.Src
 	if i < len(s) && s[i] == ']' {
 		return []float64{}, i + 1, true
 	}
@@ -320,20 +320,20 @@ func (p *parser) numbers(i int) ([]float64, int, bool) {
 		}
 		j, f, ok := p.number(i)
 		if !ok {
-			p.fail(i, msgExpectingValue)
+			p.fail(i, MsgExpectingValue)
 			return nil, -1, false
 		}
 		p.nums = append(p.nums, f)
-		if i = p.space(j); i < len(s) && s[i] == ']' {
+		if i = p.Space(j); i < len(s) && s[i] == ']' {
 			break
 		}
 		if i >= len(s) || s[i] != ',' {
-			p.fail(i, msgExpectingComma)
+			p.fail(i, MsgExpectingComma)
 			return nil, -1, false
 		}
 		comma := i
-		if i = p.space(i + 1); i < len(s) && s[i] == ']' {
-			p.fail(comma, msgTrailingArray)
+		if i = p.Space(i + 1); i < len(s) && s[i] == ']' {
+			p.fail(comma, MsgTrailingArray)
 			return nil, -1, false
 		}
 	}
@@ -345,8 +345,8 @@ func (p *parser) numbers(i int) ([]float64, int, bool) {
 // number matches a number at start the way CPython's _match_number_unicode
 // does (a '.' or an exponent without digits after it is not part of the
 // number) and converts it. ok is false if there is no number at start.
-func (p *parser) number(start int) (end int, f float64, ok bool) {
-	s := p.src
+func (p *Parser) number(start int) (end int, f float64, ok bool) {
+	s := p.Src
 	last := len(s) - 1
 	i := start
 	neg := s[i] == '-'
@@ -410,7 +410,7 @@ func (p *parser) number(start int) (end int, f float64, ok bool) {
 			exp = -exp
 		}
 	}
-	f, ok = exactFloat(mant, exp-frac)
+	f, ok = ExactFloat(mant, exp-frac)
 	if !exact || !ok {
 		f = parseFloatSlow(s[start:i])
 	} else if neg {
@@ -425,8 +425,8 @@ func (p *parser) number(start int) (end int, f float64, ok bool) {
 // string decodes the string whose content starts at i (after the quote) and
 // returns it with the offset after the closing quote. Member names are interned
 // because every entry of a large body repeats them.
-func (p *parser) string(i int, intern bool) (string, int) {
-	s := p.src
+func (p *Parser) string(i int, intern bool) (string, int) {
+	s := p.Src
 	j := i
 	for j < len(s) && s[j] != '"' && s[j] != '\\' && s[j] >= 0x20 {
 		j++
@@ -436,12 +436,12 @@ func (p *parser) string(i int, intern bool) (string, int) {
 		if !intern || len(raw) > internKeyLengthUpTo {
 			return string(raw), j + 1
 		}
-		if k, ok := p.keys[string(raw)]; ok {
+		if k, ok := p.Keys[string(raw)]; ok {
 			return k, j + 1
 		}
 		k := string(raw)
-		if p.keys != nil && len(p.keys) < internKeysUpTo {
-			p.keys[k] = k
+		if p.Keys != nil && len(p.Keys) < internKeysUpTo {
+			p.Keys[k] = k
 		}
 		return k, j + 1
 	}
@@ -450,8 +450,8 @@ func (p *parser) string(i int, intern bool) (string, int) {
 
 // escaped is the slow path of string, for strings with escapes or errors. It
 // mirrors CPython's scanstring_unicode, including the offsets it reports.
-func (p *parser) escaped(end int) (string, int) {
-	s := p.src
+func (p *Parser) escaped(end int) (string, int) {
+	s := p.Src
 	begin := end - 1
 	buf := make([]byte, 0, 32)
 	for {
@@ -464,7 +464,7 @@ func (p *parser) escaped(end int) (string, int) {
 			next++
 		}
 		if next == len(s) {
-			p.fail(begin, msgUnterminated)
+			p.fail(begin, MsgUnterminated)
 			return "", -1
 		}
 		buf = append(buf, s[end:next]...)
@@ -472,7 +472,7 @@ func (p *parser) escaped(end int) (string, int) {
 			return string(buf), next + 1
 		}
 		if next++; next == len(s) {
-			p.fail(begin, msgUnterminated)
+			p.fail(begin, MsgUnterminated)
 			return "", -1
 		}
 		c := s[next]

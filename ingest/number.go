@@ -13,11 +13,11 @@ var pow10 = [...]float64{
 	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 }
 
-// exactFloat converts mant × 10^e10 when one IEEE operation on exact operands
+// ExactFloat converts mant × 10^e10 when one IEEE operation on exact operands
 // does it (Clinger's fast path, as in strconv): both operands are exact, so the
 // single rounding gives the correctly rounded result. It covers the decimals
 // that metered values are written in and spares strconv's string handling.
-func exactFloat(mant uint64, e10 int) (float64, bool) {
+func ExactFloat(mant uint64, e10 int) (float64, bool) {
 	switch {
 	case mant == 0:
 		return 0, true
@@ -41,9 +41,9 @@ func parseFloatSlow(lit []byte) float64 {
 	return f
 }
 
-// appendJSONFloat appends f exactly as encoding/json encodes a float64, which
+// AppendJSONFloat appends f exactly as encoding/json encodes a float64, which
 // is the number format of the canonical encoding.
-func appendJSONFloat(b []byte, f float64) []byte {
+func AppendJSONFloat(b []byte, f float64) []byte {
 	if out, ok := appendShortDecimal(b, f); ok {
 		return out
 	}
@@ -64,7 +64,7 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// appendShortDecimal formats the common case of appendJSONFloat several times
+// appendShortDecimal formats the common case of AppendJSONFloat several times
 // faster than strconv: a value that is m / 10^k for an integer m < 10^15 and
 // k <= 6. Such a decimal has at most 15 significant digits, and float64 maps
 // distinct decimals of up to 15 digits to distinct values, so no shorter
@@ -120,13 +120,13 @@ func pyNumber(lit string) json.Number {
 		// literal is the most useful thing to echo.
 		return json.Number(lit)
 	}
-	return json.Number(pyFloatRepr(f))
+	return json.Number(PyFloatRepr(f))
 }
 
-// pyFloatRepr is Python's repr of a float: the shortest round-trip digits, in
+// PyFloatRepr is Python's repr of a float: the shortest round-trip digits, in
 // positional notation with at least one fractional digit for exponents from -4
 // to 15, in scientific notation with a two-digit exponent otherwise.
-func pyFloatRepr(f float64) string {
+func PyFloatRepr(f float64) string {
 	if f == 0 {
 		if math.Signbit(f) {
 			return "-0.0"

@@ -47,7 +47,7 @@ func TestNumberMatchesStrconv(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 1_000_000; i++ {
 		lit := randomLiteral(r)
-		p := parser{src: []byte(lit)}
+		p := Parser{Src: []byte(lit)}
 		end, got, ok := p.number(0)
 		want, _ := strconv.ParseFloat(lit, 64)
 		if want == 0 {
@@ -68,7 +68,7 @@ func TestAppendJSONFloatMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			return // NaN and Inf never reach the encoder
 		}
-		if got := appendJSONFloat(nil, f); string(got) != string(want) {
+		if got := AppendJSONFloat(nil, f); string(got) != string(want) {
 			t.Fatalf("%v (bits %x): got %s, want %s", f, math.Float64bits(f), got, want)
 		}
 	}

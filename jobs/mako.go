@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/ingest/edifact"
+	"github.com/schedbridge/schedbridge/ingest/marketdata"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
 	"github.com/schedbridge/schedbridge/pipeline/zeitreihen"
@@ -447,7 +447,7 @@ func (m *Mako) ImportRegistry(ctx context.Context, source string, r io.Reader) (
 	if err != nil {
 		return mako.RegistryResult{}, 0, fmt.Errorf("registry: read: %w", err)
 	}
-	f, err := ingest.ParseRegistry(bytes.NewReader(data))
+	f, err := marketdata.ParseRegistry(bytes.NewReader(data))
 	if err != nil {
 		return mako.RegistryResult{}, 0, err
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/marketdata"
 	"github.com/schedbridge/schedbridge/ingest/prices"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/mako"
@@ -87,7 +87,7 @@ func NewMarktdaten(store MarktdatenStore, cfg MarktdatenConfig) *Marktdaten {
 // PutSnapshot replaces the stored ramp-up snapshot with the body's as a
 // whole. It triggers nothing and records no event (contract section 6).
 func (m *Marktdaten) PutSnapshot(ctx context.Context, body []byte, keyID string) (zeitreihen.SnapshotResult, error) {
-	s, hash, err := ingest.DecodeSnapshot(body)
+	s, hash, err := marketdata.DecodeSnapshot(body)
 	if err != nil {
 		return zeitreihen.SnapshotResult{}, err
 	}
@@ -274,9 +274,9 @@ func (m *Marktdaten) SyncDrops(ctx context.Context, b DropBucket) (DropReport, e
 			var recs []zeitreihen.Activation
 			var err error
 			if strings.EqualFold(path.Ext(key), ".csv") {
-				recs, err = ingest.DecodeActivationsCSV(data)
+				recs, err = marketdata.DecodeActivationsCSV(data)
 			} else {
-				recs, err = ingest.DecodeActivations(data)
+				recs, err = marketdata.DecodeActivations(data)
 			}
 			if err != nil {
 				return nil, err

@@ -32,11 +32,11 @@ func keysUnder(t *testing.T, e *env, prefix string) []string {
 func TestMarktdatenDrops(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		list, err := os.ReadFile("../ingest/testdata/zeitreihen/aktivierungen.csv")
+		list, err := os.ReadFile("../ingest/marketdata/testdata/zeitreihen/aktivierungen.csv")
 		if err != nil {
 			t.Fatal(err)
 		}
-		snapshot, err := os.ReadFile("../ingest/testdata/zeitreihen/quellstand.json")
+		snapshot, err := os.ReadFile("../ingest/marketdata/testdata/zeitreihen/quellstand.json")
 		if err != nil {
 			t.Fatal(err)
 		}

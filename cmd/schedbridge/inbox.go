@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/bulk"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
@@ -100,7 +100,7 @@ func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 		if len(rest) != 1 || *portfolio == "" || *kind == "" {
 			return usagef("want FILE --portfolio ID --kind KIND [--name NAME]")
 		}
-		k, err := ingest.ParseBulkKind(*kind)
+		k, err := bulk.ParseBulkKind(*kind)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 		if strings.Contains(objName, "/") {
 			return usagef("--name must not contain '/'")
 		}
-		if _, _, err := ingest.DetectFormat(k, objName); err != nil {
+		if _, _, err := bulk.DetectFormat(k, objName); err != nil {
 			return err
 		}
 		// The inbox would reject a file of an unknown portfolio only after the

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/marketdata"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/kalkulation"
@@ -80,9 +80,9 @@ func cmdZeitreihenAktivierungen(a *app, fs *flag.FlagSet) action {
 		}
 		var recs []zeitreihen.Activation
 		if strings.EqualFold(filepath.Ext(path), ".csv") {
-			recs, err = ingest.DecodeActivationsCSV(data)
+			recs, err = marketdata.DecodeActivationsCSV(data)
 		} else {
-			recs, err = ingest.DecodeActivations(data)
+			recs, err = marketdata.DecodeActivations(data)
 		}
 		if err != nil {
 			return err

@@ -32,7 +32,7 @@ func TestMarktdatenCLI(t *testing.T) {
 	}
 	in.cli(2, "prices", "import", "intraday")
 
-	acts, _ := filepath.Abs("../../ingest/testdata/zeitreihen/aktivierungen.csv")
+	acts, _ := filepath.Abs("../../ingest/marketdata/testdata/zeitreihen/aktivierungen.csv")
 	if out, _ := in.cli(0, "zeitreihen", "aktivierungen", acts); !strings.Contains(out, `"geaendert": true`) {
 		t.Errorf("activations: %s", out)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/hr"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/portal"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -20,7 +20,7 @@ import (
 // This file holds HR's commands that load the employees' portal: employee
 // records and the users who sign in for them, compensation, applicants, and
 // the state of certificate requests. Every value is checked by the rules of
-// HR's CSV files (ingest/hr.go) before anything is written.
+// HR's CSV files (ingest/hr) before anything is written.
 
 func cmdPortalEmployeeImport(a *app, fs *flag.FlagSet) action {
 	return oneArg("FILE.csv", a.portalEmployeeImport)
@@ -60,10 +60,10 @@ func (c *componentFlags) Set(s string) error { *c = append(*c, s); return nil }
 // employeeFlags names, for each column of an employees file, the flag of
 // `portal employee put` that gives it, so that a problem names the flag.
 var employeeFlags = map[string]string{
-	ingest.ColPersonalnummer: "ID", ingest.ColName: "--name", ingest.ColEmail: "--email",
-	ingest.ColAbteilung: "--department", ingest.ColPosition: "--position", ingest.ColEintritt: "--entry-date",
-	ingest.ColBundesland: "--state", ingest.ColWochenstunden: "--weekly-hours", ingest.ColUrlaubstage: "--leave-days",
-	ingest.ColSSOSubject: "--sso-subject", ingest.ColMagicLink: "--magic-link", ingest.ColRollen: "--roles",
+	hr.ColPersonalnummer: "ID", hr.ColName: "--name", hr.ColEmail: "--email",
+	hr.ColAbteilung: "--department", hr.ColPosition: "--position", hr.ColEintritt: "--entry-date",
+	hr.ColBundesland: "--state", hr.ColWochenstunden: "--weekly-hours", hr.ColUrlaubstage: "--leave-days",
+	hr.ColSSOSubject: "--sso-subject", hr.ColMagicLink: "--magic-link", hr.ColRollen: "--roles",
 }
 
 func cmdPortalEmployeePut(a *app, fs *flag.FlagSet) action {
@@ -71,16 +71,16 @@ func cmdPortalEmployeePut(a *app, fs *flag.FlagSet) action {
 	str := func(name, column, help string) {
 		fs.Func(name, help, func(v string) error { fields[column] = v; return nil })
 	}
-	str("name", ingest.ColName, "full name (required)")
-	str("email", ingest.ColEmail, "e-mail address, also the sign-in address (required)")
-	str("department", ingest.ColAbteilung, "department")
-	str("position", ingest.ColPosition, "position")
-	str("entry-date", ingest.ColEintritt, "entry date, YYYY-MM-DD or DD.MM.YYYY")
-	str("state", ingest.ColBundesland, "federal state code whose public holidays are no leave days (BE, BY, ...)")
-	str("weekly-hours", ingest.ColWochenstunden, "contractual hours per week, more than 0 and at most 60")
-	str("leave-days", ingest.ColUrlaubstage, fmt.Sprintf("yearly leave days, 0 to 60 (default %d)", ingest.DefaultLeaveDays))
-	str("sso-subject", ingest.ColSSOSubject, "subject (sub) at the identity provider portal.oidc.issuer")
-	str("roles", ingest.ColRollen, "comma-separated roles (default "+portal.RoleEmployee+")")
+	str("name", hr.ColName, "full name (required)")
+	str("email", hr.ColEmail, "e-mail address, also the sign-in address (required)")
+	str("department", hr.ColAbteilung, "department")
+	str("position", hr.ColPosition, "position")
+	str("entry-date", hr.ColEintritt, "entry date, YYYY-MM-DD or DD.MM.YYYY")
+	str("state", hr.ColBundesland, "federal state code whose public holidays are no leave days (BE, BY, ...)")
+	str("weekly-hours", hr.ColWochenstunden, "contractual hours per week, more than 0 and at most 60")
+	str("leave-days", hr.ColUrlaubstage, fmt.Sprintf("yearly leave days, 0 to 60 (default %d)", hr.DefaultLeaveDays))
+	str("sso-subject", hr.ColSSOSubject, "subject (sub) at the identity provider portal.oidc.issuer")
+	str("roles", hr.ColRollen, "comma-separated roles (default "+portal.RoleEmployee+")")
 	magic := fs.Bool("magic-link", false, "allow sign-in by magic link to the e-mail address")
 	var comps componentFlags
 	fs.Var(&comps, "component", "a compensation component NAME=EUR:INTERVAL[:VISIBILITY], repeatable; replaces the set")
@@ -93,9 +93,9 @@ func (a *app) portalEmployeePut(ctx context.Context, pos []string, fields map[st
 	if len(pos) != 1 {
 		return usagef("want exactly one ID (the personalnummer)")
 	}
-	fields[ingest.ColPersonalnummer] = pos[0]
-	fields[ingest.ColMagicLink] = strconv.FormatBool(magic)
-	h, problems := ingest.EmployeeFromFields(fields)
+	fields[hr.ColPersonalnummer] = pos[0]
+	fields[hr.ColMagicLink] = strconv.FormatBool(magic)
+	h, problems := hr.EmployeeFromFields(fields)
 	var msgs []string
 	for _, p := range problems {
 		msgs = append(msgs, employeeFlags[p.Loc[0]]+": "+p.Msg)
@@ -154,11 +154,11 @@ func parseComponentFlag(s string) (portal.Component, error) {
 	if len(parts) < 2 || len(parts) > 3 {
 		return bad("want NAME=EUR:INTERVAL[:VISIBILITY], as in Grundgehalt=5200.00:monatlich:sichtbar")
 	}
-	fields := map[string]string{ingest.ColBestandteil: s[:eq], ingest.ColBetrag: parts[0], ingest.ColTurnus: parts[1]}
+	fields := map[string]string{hr.ColBestandteil: s[:eq], hr.ColBetrag: parts[0], hr.ColTurnus: parts[1]}
 	if len(parts) == 3 {
-		fields[ingest.ColSichtbarkeit] = parts[2]
+		fields[hr.ColSichtbarkeit] = parts[2]
 	}
-	c, problems := ingest.ComponentFromFields(fields)
+	c, problems := hr.ComponentFromFields(fields)
 	if len(problems) > 0 {
 		msgs := make([]string, len(problems))
 		for i, p := range problems {
@@ -209,7 +209,7 @@ func openHRFile[T any](path string, decode func(io.Reader) (T, error)) (T, error
 
 func (a *app) portalEmployeeImport(ctx context.Context, path string) error {
 	const what = "portal employee import"
-	rows, err := openHRFile(path, ingest.DecodeEmployeesCSV)
+	rows, err := openHRFile(path, hr.DecodeEmployeesCSV)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ type compensationFile struct {
 }
 
 func decodeCompensation(r io.Reader) (compensationFile, error) {
-	comps, ids, err := ingest.DecodeCompensationCSV(r)
+	comps, ids, err := hr.DecodeCompensationCSV(r)
 	return compensationFile{comps, ids}, err
 }
 
@@ -351,11 +351,11 @@ func (a *app) portalUserPut(ctx context.Context, email, name, roles string, magi
 	} else if err != nil {
 		msgs = append(msgs, "--email: "+pipeline.MessageOf(err))
 	}
-	n, err := ingest.CheckText("--name", name, true)
+	n, err := hr.CheckText("--name", name, true)
 	if err != nil {
 		msgs = append(msgs, pipeline.MessageOf(err))
 	}
-	rs, err := ingest.ParseRoles(roles)
+	rs, err := hr.ParseRoles(roles)
 	if err != nil {
 		msgs = append(msgs, "--roles: "+pipeline.MessageOf(err))
 	}

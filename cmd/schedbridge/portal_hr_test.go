@@ -71,8 +71,8 @@ func writeHRFile(t *testing.T, name, content string) string {
 // employee by flags, the sample files, and bad input that must change
 // nothing.
 func TestPortalHRCLI(t *testing.T) {
-	employeesCSV, _ := filepath.Abs("../../ingest/testdata/hr/mitarbeiter.csv")
-	compensationCSV, _ := filepath.Abs("../../ingest/testdata/hr/verguetung.csv")
+	employeesCSV, _ := filepath.Abs("../../ingest/hr/testdata/hr/mitarbeiter.csv")
+	compensationCSV, _ := filepath.Abs("../../ingest/hr/testdata/hr/verguetung.csv")
 	for _, d := range sqltest.Backends {
 		t.Run(string(d), func(t *testing.T) {
 			in := newInstance(t, d)
@@ -203,7 +203,7 @@ func TestPortalHRNoIssuer(t *testing.T) {
 	if !strings.Contains(errOut, "portal.oidc.issuer") {
 		t.Errorf("put: %s", errOut)
 	}
-	employeesCSV, _ := filepath.Abs("../../ingest/testdata/hr/mitarbeiter.csv")
+	employeesCSV, _ := filepath.Abs("../../ingest/hr/testdata/hr/mitarbeiter.csv")
 	if _, errOut := in.cli(2, "portal", "employee", "import", employeesCSV); !strings.Contains(errOut, "sso_subject of personalnummer 1001 needs") {
 		t.Errorf("import: %s", errOut)
 	}

@@ -127,7 +127,7 @@ func TestStderrIsJSON(t *testing.T) {
 	getenv := func(k string) string { return env[k] }
 	upload := filepath.Join(t.TempDir(), "meter.csv")
 	writeCSV(t, upload, 50, 0)
-	employees, _ := filepath.Abs("../../ingest/testdata/hr/mitarbeiter.csv")
+	employees, _ := filepath.Abs("../../ingest/hr/testdata/hr/mitarbeiter.csv")
 	env["SCHEDBRIDGE_PORTAL_OIDC_ISSUER"], env["SCHEDBRIDGE_PORTAL_OIDC_CLIENT_ID"] = "https://login.example.de", "portal"
 	for _, c := range []struct {
 		code int

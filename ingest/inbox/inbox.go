@@ -51,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/bulk"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -149,7 +150,7 @@ type Config struct {
 	// PageSize of the inbox listing (default 1000).
 	PageSize int
 	// Decode options: batch size, problem cap, document size.
-	Decode ingest.BulkOptions
+	Decode bulk.BulkOptions
 	// SpoolDir holds temporary copies of Parquet files read from stores
 	// without random access (default os.TempDir()).
 	SpoolDir string
@@ -421,8 +422,8 @@ func (p *Processor) sweep(ctx context.Context, sum *Summary) error {
 type layout struct {
 	portfolio, kind, name string // portfolio: the folder, "tso" for an answer
 	rest                  string // the key after inbox/<portfolio>/
-	bulkKind              ingest.BulkKind
-	format                ingest.BulkFormat
+	bulkKind              bulk.BulkKind
+	format                bulk.BulkFormat
 	answer                bool // a TSO answer: no portfolio, no bulk kind
 }
 
@@ -452,10 +453,10 @@ func parseLayout(key string) (layout, error) {
 	}
 	l.kind, l.name = parts[1], parts[2]
 	var err error
-	if l.bulkKind, err = ingest.ParseBulkKind(l.kind); err != nil {
+	if l.bulkKind, err = bulk.ParseBulkKind(l.kind); err != nil {
 		return l, err
 	}
-	l.format, _, err = ingest.DetectFormat(l.bulkKind, l.name)
+	l.format, _, err = bulk.DetectFormat(l.bulkKind, l.name)
 	return l, err
 }
 
@@ -641,7 +642,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	if err != nil {
 		return outcomeFailed, err
 	}
-	res, err := ingest.DecodeBulk(ctx, kind, in, opt, nil)
+	res, err := bulk.DecodeBulk(ctx, kind, in, opt, nil)
 	var fe *ingest.FileError
 	if errors.As(err, &fe) {
 		return p.reject(ctx, f, l, rejectReason{
@@ -662,7 +663,7 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 	}
 	// The second read starts before the staging transaction, which on
 	// SQLite holds the write lock that releasing the claim needs.
-	var pass2 ingest.BulkInput
+	var pass2 bulk.BulkInput
 	if !res.ValidateOnly {
 		pass2, err = src.input(l.name)
 		if gone(err) {
@@ -680,8 +681,8 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 		st.ValidateOnly()
 	} else {
 		opt.SkipHash = true // pass 1 computed it
-		if err := stageOverlapped(ctx, st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
-			_, err := ingest.DecodeBulk(ctx, kind, pass2, opt, func(b ingest.BulkBatch) error {
+		if err := stageOverlapped(ctx, st, func(ctx context.Context, emit func(bulk.BulkBatch) error) error {
+			_, err := bulk.DecodeBulk(ctx, kind, pass2, opt, func(b bulk.BulkBatch) error {
 				// The decoder leaves a trade set's portfolio to the one
 				// who knows it: the file's folder names it.
 				if b.Trades != nil {
@@ -749,15 +750,15 @@ func (p *Processor) release(ctx context.Context, f pipeline.InboxFile) (outcome,
 	return outcomeNone, nil
 }
 
-func stagingKind(k ingest.BulkKind) string {
+func stagingKind(k bulk.BulkKind) string {
 	switch k {
-	case ingest.BulkMetered:
+	case bulk.BulkMetered:
 		return "metered"
-	case ingest.BulkProfiles:
+	case bulk.BulkProfiles:
 		return "profile"
-	case ingest.BulkMasterData:
+	case bulk.BulkMasterData:
 		return "location"
-	case ingest.BulkTrades:
+	case bulk.BulkTrades:
 		return "trades"
 	default:
 		return "forecast"
@@ -775,7 +776,7 @@ type preparer interface {
 // pendingBatch is an emitted batch on its way to the staging goroutine:
 // either prepared (write set) or as decoded.
 type pendingBatch struct {
-	b     ingest.BulkBatch
+	b     bulk.BulkBatch
 	write func(context.Context) error
 }
 
@@ -786,7 +787,7 @@ type pendingBatch struct {
 // staging goroutine, the slower side, only writes. Batches belong to their
 // receiver once emitted (ingest.BulkBatch), and at most two wait between the
 // two sides. A staging failure stops the decoder; it is the error returned.
-func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(ingest.BulkBatch) error) error) error {
+func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(bulk.BulkBatch) error) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan pendingBatch, 2)
@@ -809,7 +810,7 @@ func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context
 		staged <- err
 	}()
 	prep, _ := st.(preparer)
-	err := decode(ctx, func(b ingest.BulkBatch) error {
+	err := decode(ctx, func(b bulk.BulkBatch) error {
 		// Checked first: once the stager drains, a select would still pick
 		// the free channel half of the time.
 		if err := context.Cause(ctx); err != nil {
@@ -836,7 +837,7 @@ func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context
 	return err
 }
 
-func stageBatch(ctx context.Context, st Stager, b ingest.BulkBatch) error {
+func stageBatch(ctx context.Context, st Stager, b bulk.BulkBatch) error {
 	switch {
 	case b.Metered != nil:
 		return st.Metered(ctx, b.Metered)

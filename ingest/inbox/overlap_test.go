@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/bulk"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -24,8 +24,8 @@ func (s *countingStager) Metered(_ context.Context, e []pipeline.MeteredEntry) e
 	return nil
 }
 
-func batchOf(malo string) ingest.BulkBatch {
-	return ingest.BulkBatch{Metered: []pipeline.MeteredEntry{{Malo: malo}}}
+func batchOf(malo string) bulk.BulkBatch {
+	return bulk.BulkBatch{Metered: []pipeline.MeteredEntry{{Malo: malo}}}
 }
 
 func TestStageOverlapped(t *testing.T) {
@@ -45,7 +45,7 @@ func TestStageOverlapped(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &countingStager{failAt: tt.failAt}
 			emitted := 0
-			err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
+			err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(bulk.BulkBatch) error) error {
 				for _, m := range malos {
 					if err := emit(batchOf(m)); err != nil {
 						return err
@@ -98,7 +98,7 @@ func TestStageOverlappedPrepared(t *testing.T) {
 	for _, failAt := range []int{0, 3} {
 		st := &preparingStager{countingStager: countingStager{failAt: failAt}}
 		emitted := 0
-		err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(ingest.BulkBatch) error) error {
+		err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(bulk.BulkBatch) error) error {
 			for _, m := range malos {
 				if err := emit(batchOf(m)); err != nil {
 					return err

@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/bulk"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
 
@@ -31,7 +31,7 @@ type source struct {
 }
 
 // open prepares the file of f for reading.
-func (p *Processor) open(ctx context.Context, f pipeline.InboxFile, format ingest.BulkFormat) (*source, error) {
+func (p *Processor) open(ctx context.Context, f pipeline.InboxFile, format bulk.BulkFormat) (*source, error) {
 	s := &source{bucket: p.bucket, ctx: ctx, key: f.Key, etag: f.ETag, size: f.Size}
 	rc, err := p.bucket.GetIfMatch(ctx, f.Key, f.ETag)
 	if err != nil {
@@ -41,7 +41,7 @@ func (p *Processor) open(ctx context.Context, f pipeline.InboxFile, format inges
 		s.file = file
 		return s, nil
 	}
-	if format != ingest.FormatParquet {
+	if format != bulk.FormatParquet {
 		s.remote, s.fresh = rc, true // the first pass reads this response
 		return s, nil
 	}
@@ -59,30 +59,30 @@ func (p *Processor) open(ctx context.Context, f pipeline.InboxFile, format inges
 }
 
 // input returns the file from its start for one decoding pass.
-func (s *source) input(name string) (ingest.BulkInput, error) {
+func (s *source) input(name string) (bulk.BulkInput, error) {
 	if s.file != nil {
 		if _, err := s.file.Seek(0, io.SeekStart); err != nil {
-			return ingest.BulkInput{}, err
+			return bulk.BulkInput{}, err
 		}
 		st, err := s.file.Stat()
 		if err != nil {
-			return ingest.BulkInput{}, err
+			return bulk.BulkInput{}, err
 		}
-		return ingest.BulkInput{Name: name, Body: s.file, At: s.file, Size: st.Size()}, nil
+		return bulk.BulkInput{Name: name, Body: s.file, At: s.file, Size: st.Size()}, nil
 	}
 	if s.fresh {
 		s.fresh = false
-		return ingest.BulkInput{Name: name, Body: s.remote, Size: s.size}, nil
+		return bulk.BulkInput{Name: name, Body: s.remote, Size: s.size}, nil
 	}
 	rc, err := s.bucket.GetIfMatch(s.ctx, s.key, s.etag)
 	if err != nil {
-		return ingest.BulkInput{}, fmt.Errorf("open %s: %w", s.key, err)
+		return bulk.BulkInput{}, fmt.Errorf("open %s: %w", s.key, err)
 	}
 	if s.remote != nil {
 		s.remote.Close()
 	}
 	s.remote = rc
-	return ingest.BulkInput{Name: name, Body: rc, Size: s.size}, nil
+	return bulk.BulkInput{Name: name, Body: rc, Size: s.size}, nil
 }
 
 // Close releases the open readers and removes a spooled copy.

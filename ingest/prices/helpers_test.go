@@ -22,6 +22,18 @@ func readFile(t testing.TB, name string) []byte {
 	return b
 }
 
+// parsed runs a parser on data, fails the test on an error and checks
+// the series with checkSeries.
+func parsed(t *testing.T, parse func([]byte) (price.Series, error), data []byte) price.Series {
+	t.Helper()
+	s, err := parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSeries(t, s)
+	return s
+}
+
 func utc(s string) time.Time {
 	t, err := time.Parse("2006-01-02T15:04Z07:00", s)
 	if err != nil {

@@ -12,11 +12,7 @@ import (
 )
 
 func TestParseReBAPUTCFallBack(t *testing.T) {
-	s, err := ParseReBAPCSV(readFile(t, "rebap_2026-10-25_utc.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeries(t, s)
+	s := parsed(t, ParseReBAPCSV, readFile(t, "rebap_2026-10-25_utc.csv"))
 	day := pipeline.NewDay(2026, time.October, 25)
 	if s.Kind != price.ReBAP || s.Format != "netztransparenz-csv" {
 		t.Errorf("kind %q format %q", s.Kind, s.Format)
@@ -57,11 +53,7 @@ func TestParseReBAPUTCFallBack(t *testing.T) {
 }
 
 func TestParseReBAPSpringForwardCETCEST(t *testing.T) {
-	s, err := ParseReBAPCSV(readFile(t, "rebap_cet_cest.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeries(t, s)
+	s := parsed(t, ParseReBAPCSV, readFile(t, "rebap_cet_cest.csv"))
 	day := pipeline.NewDay(2025, time.March, 30)
 	if len(s.Points) != day.Intervals() || len(s.Missing) != 0 {
 		t.Fatalf("%d points, %d missing; want %d, 0", len(s.Points), len(s.Missing), day.Intervals())
@@ -105,11 +97,7 @@ func TestParseReBAPFixedOffsets(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := ParseReBAPCSV([]byte("Datum;Zeitzone;von;bis;reBAP\n" + tt.rows))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkSeries(t, s)
+			s := parsed(t, ParseReBAPCSV, []byte("Datum;Zeitzone;von;bis;reBAP\n"+tt.rows))
 			var got []string
 			for _, p := range s.Points {
 				got = append(got, stamp(p.Start))
@@ -126,11 +114,7 @@ func TestParseReBAPWindows1252(t *testing.T) {
 	if !strings.Contains(string(data), "\xfcberdeckt") || !strings.Contains(string(data), "\x80/MWh") {
 		t.Fatal("testdata is not Windows-1252")
 	}
-	s, err := ParseReBAPCSV(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeries(t, s)
+	s := parsed(t, ParseReBAPCSV, data)
 	if len(s.Points) != 3 || len(s.Missing) != 1 || !s.Missing[0].Equal(utc("2025-07-01T00:30Z")) {
 		t.Fatalf("points %+v missing %v", s.Points, s.Missing)
 	}
@@ -223,11 +207,7 @@ func TestParseReBAPMissingGapsAndDuplicates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := ParseReBAPCSV([]byte(header + tt.rows))
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkSeries(t, s)
+			s := parsed(t, ParseReBAPCSV, []byte(header+tt.rows))
 			var points, missing []string
 			for _, p := range s.Points {
 				points = append(points, stamp(p.Start))

@@ -12,11 +12,7 @@ import (
 )
 
 func TestParseSMARDSpringForwardHourly(t *testing.T) {
-	s, err := ParseSMARD(readFile(t, "smard_2025-03-30_hourly.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeries(t, s)
+	s := parsed(t, ParseSMARD, readFile(t, "smard_2025-03-30_hourly.json"))
 	day := pipeline.NewDay(2025, time.March, 30)
 	if s.Kind != price.Spot || s.Format != "smard-json" {
 		t.Errorf("kind %q format %q", s.Kind, s.Format)
@@ -45,11 +41,7 @@ func TestParseSMARDSpringForwardHourly(t *testing.T) {
 }
 
 func TestParseSMARDFallBackQuarterHourly(t *testing.T) {
-	s, err := ParseSMARD(readFile(t, "smard_2026-10-25_qh.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkSeries(t, s)
+	s := parsed(t, ParseSMARD, readFile(t, "smard_2026-10-25_qh.json"))
 	day := pipeline.NewDay(2026, time.October, 25)
 	if len(s.Points) != 100 || len(s.Points) != day.Intervals() || len(s.Missing) != 0 {
 		t.Fatalf("%d points, %d missing; want %d, 0", len(s.Points), len(s.Missing), day.Intervals())
@@ -109,11 +101,7 @@ func TestParseSMARDMissingAndResolution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := ParseSMARD(tt.doc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			checkSeries(t, s)
+			s := parsed(t, ParseSMARD, tt.doc)
 			var points, missing []string
 			for _, p := range s.Points {
 				if p.Minutes != tt.minutes || p.Price != p.PriceLong {
