@@ -177,7 +177,7 @@ type BulkResult struct {
 
 // DecodeBulk decodes and validates a whole file. With emit == nil it only
 // validates. When the file has any problem it returns the result AND a
-// *FileError, and it calls emit for nothing after the first problem is known.
+// *ingest.FileError, and it calls emit for nothing after the first problem is known.
 // I/O errors, emit's errors and ctx's error are returned wrapped (not
 // FileError). The entries of a batch are emitted in file order; the input
 // hash is only set for a valid file.

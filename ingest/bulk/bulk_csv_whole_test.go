@@ -177,8 +177,8 @@ func assertCSVAnswersLikeJSON(t *testing.T, kind BulkKind, name string, data []b
 	})
 }
 
-// apiProblems is the API's answer apiErr, a *SchemaError or a
-// *BusinessError, as file problems without a line. Schema problems that
+// apiProblems is the API's answer apiErr, a *ingest.SchemaError or
+// an *ingest.BusinessError, as file problems without a line. Schema problems that
 // skip (if not nil) names are left out.
 func apiProblems(t *testing.T, apiErr error, skip func(ingest.Problem) bool) []ingest.FileProblem {
 	t.Helper()

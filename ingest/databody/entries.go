@@ -24,7 +24,7 @@ type ProfileSubmission struct {
 // DecodeMeteredData decodes and validates a metered-data body (model
 // MeteredDataSubmission: entries, validate_only). No rule depends on the
 // caller's portfolio yet; r is taken so that all four decoders look alike.
-// Errors are *SchemaError or *BusinessError.
+// Errors are *ingest.SchemaError or *ingest.BusinessError.
 func DecodeMeteredData(body []byte, r ingest.Rules) (*MeteredDataSubmission, error) {
 	entries, validateOnly, err := decodeEntries(body, MeteredModel)
 	if err != nil {
@@ -58,8 +58,8 @@ func DecodeMeteredData(body []byte, r ingest.Rules) (*MeteredDataSubmission, err
 }
 
 // DecodeProfiles decodes and validates a load-profile body (model
-// ProfileSubmission: entries, validate_only). Errors are *SchemaError or
-// *BusinessError.
+// ProfileSubmission: entries, validate_only). Errors are
+// *ingest.SchemaError or *ingest.BusinessError.
 func DecodeProfiles(body []byte, r ingest.Rules) (*ProfileSubmission, error) {
 	entries, validateOnly, err := decodeEntries(body, ProfileModel)
 	if err != nil {

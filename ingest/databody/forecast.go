@@ -18,7 +18,7 @@ type ForecastSubmission struct {
 
 // DecodeForecast decodes and validates a forecast body (model
 // ForecastSubmission: delivery_day, series, malo_mapping, validate_only).
-// Errors are *SchemaError or *BusinessError.
+// Errors are *ingest.SchemaError or *ingest.BusinessError.
 func DecodeForecast(body []byte, r ingest.Rules) (*ForecastSubmission, error) {
 	c, root, err := ingest.DecodeObject(body)
 	if err != nil {

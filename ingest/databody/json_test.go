@@ -128,7 +128,7 @@ func TestParserValues(t *testing.T) {
 // parsesLikeEncodingJSON checks that a text is accepted exactly when
 // encoding/json accepts it (both reject NaN and Infinity; the grammar of
 // Python's json module is otherwise RFC 8259's), and that the decoders answer
-// any text with a *SchemaError or *BusinessError, never a panic. (An empty
+// any text with a *ingest.SchemaError or *ingest.BusinessError, never a panic. (An empty
 // body is not malformed but missing.)
 func parsesLikeEncodingJSON(t *testing.T, text []byte) {
 	t.Helper()

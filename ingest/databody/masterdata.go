@@ -18,8 +18,8 @@ type MasterDataSubmission struct {
 // DecodeMasterData decodes and validates a master-data body (model
 // MasterDataSubmission: locations, validate_only). A location in the flat form
 // comes back as a location with one slice, so that both forms of the same
-// history have the same canonical encoding. Errors are *SchemaError or
-// *BusinessError.
+// history have the same canonical encoding. Errors are
+// *ingest.SchemaError or *ingest.BusinessError.
 func DecodeMasterData(body []byte, r ingest.Rules) (*MasterDataSubmission, error) {
 	c, root, err := ingest.DecodeObject(body)
 	if err != nil {

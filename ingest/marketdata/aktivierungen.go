@@ -41,7 +41,7 @@ var (
 // the JSON body {"aktivierungen": [...]}. An empty list is valid: it clears
 // the imported set. Like the snapshot's, the models forbid unknown fields;
 // two identical records are a problem of the later one. Every problem is
-// collected; the error is a *SchemaError.
+// collected; the error is an *ingest.SchemaError.
 func DecodeActivations(body []byte) ([]zeitreihen.Activation, error) {
 	c, root, err := ingest.DecodeObject(body)
 	if err != nil {
@@ -147,7 +147,7 @@ func activationModel(c *ingest.Checker, loc ingest.Path, n *ingest.Node) (zeitre
 // the loc ["body", "line <n>", <column>]; the header's are on line 1: an
 // unknown column is extra_forbidden (so a malo column rejects the file),
 // an unusable header csv_header. A file with a header and no rows is an
-// empty set. The error is a *SchemaError.
+// empty set. The error is an *ingest.SchemaError.
 func DecodeActivationsCSV(data []byte) ([]zeitreihen.Activation, error) {
 	c := &ingest.Checker{}
 	cr := csvfile.NewReader(bytes.NewReader(data), csvfile.DefaultBufferSize)

@@ -45,7 +45,7 @@ var (
 // The models forbid unknown fields everywhere (pydantic's extra="forbid":
 // "extra_forbidden"). That is how a snapshot is kept to counts: a market
 // location id, under whatever name, is an unknown field and rejects the
-// body. Every problem is collected; the error is a *SchemaError.
+// body. Every problem is collected; the error is an *ingest.SchemaError.
 func DecodeSnapshot(body []byte) (zeitreihen.Snapshot, string, error) {
 	c, root, err := ingest.DecodeObject(body)
 	if err != nil {

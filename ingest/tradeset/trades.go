@@ -24,8 +24,8 @@ type TradesSubmission struct {
 
 // DecodeTrades decodes and validates a trades body (model TradesSubmission:
 // trades, validate_only) for the delivery day given in the query. An empty
-// trades list is valid: it clears the day's trades. Errors are *SchemaError
-// or *BusinessError.
+// trades list is valid: it clears the day's trades. Errors are
+// *ingest.SchemaError or *ingest.BusinessError.
 func DecodeTrades(body []byte, day pipeline.Day, r ingest.Rules) (*TradesSubmission, error) {
 	return DecodeDocument(body, &day, r)
 }
@@ -172,7 +172,7 @@ func CanonicalTrades(set *pipeline.TradeSet, bodyLen int) []byte {
 
 // QueryDay validates a day given as a query parameter the way body dates
 // are validated, so that PUT /v1/process/trades?day=... answers a bad or
-// missing day with the same 422 shape: a *SchemaError with loc
+// missing day with the same 422 shape: an *ingest.SchemaError with loc
 // ["query", name]. present tells whether the parameter was given at all.
 func QueryDay(name, value string, present bool) (pipeline.Day, error) {
 	if !present {
