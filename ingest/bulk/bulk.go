@@ -556,11 +556,7 @@ func (r *bulkRun) profileEntry(e pipeline.ProfileEntry, pair uint32, o origin, o
 
 // pair interns a valid (mga, profile) pair and returns its id and strings.
 func (r *bulkRun) pair(mga, profile string) (uint32, string, string) {
-	k := r.pairKey[:0]
-	k = strconv.AppendInt(k, int64(len(mga)), 10)
-	k = append(k, ':')
-	k = append(k, mga...)
-	k = append(k, profile...)
+	k := appendPairKey(r.pairKey[:0], mga, profile)
 	r.pairKey = k
 	if id, ok := r.pairs[string(k)]; ok {
 		names := r.pairNames[id]
@@ -573,6 +569,15 @@ func (r *bulkRun) pair(mga, profile string) (uint32, string, string) {
 	r.pairs[string(k)] = id
 	r.pairNames = append(r.pairNames, [2]string{mga, profile})
 	return id, mga, profile
+}
+
+// appendPairKey appends the key by which pairs interns an (mga, profile)
+// pair: the MGA's length, ':', then both, so that no two pairs share a key.
+func appendPairKey[S string | []byte](k []byte, mga, profile S) []byte {
+	k = strconv.AppendInt(k, int64(len(mga)), 10)
+	k = append(k, ':')
+	k = append(k, mga...)
+	return append(k, profile...)
 }
 
 // keep copies values into the batch's storage.

@@ -290,11 +290,7 @@ func (r *bulkRun) csvText(cell []byte, index, line int, field string, rule inges
 
 // lookupPair finds an interned (mga, profile) pair by its bytes.
 func (r *bulkRun) lookupPair(mga, profile []byte) (uint32, bool) {
-	k := r.pairKey[:0]
-	k = strconv.AppendInt(k, int64(len(mga)), 10)
-	k = append(k, ':')
-	k = append(k, mga...)
-	k = append(k, profile...)
+	k := appendPairKey(r.pairKey[:0], mga, profile)
 	r.pairKey = k
 	id, ok := r.pairs[string(k)]
 	return id, ok

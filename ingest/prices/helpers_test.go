@@ -34,6 +34,14 @@ func parsed(t *testing.T, parse func([]byte) (price.Series, error), data []byte)
 	return s
 }
 
+// checkSource checks the kind and the format a parser gave a series.
+func checkSource(t *testing.T, s price.Series, kind price.Kind, format string) {
+	t.Helper()
+	if s.Kind != kind || s.Format != format {
+		t.Errorf("kind %q format %q, want %q %q", s.Kind, s.Format, kind, format)
+	}
+}
+
 func utc(s string) time.Time {
 	t, err := time.Parse("2006-01-02T15:04Z07:00", s)
 	if err != nil {

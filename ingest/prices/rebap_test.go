@@ -14,9 +14,7 @@ import (
 func TestParseReBAPUTCFallBack(t *testing.T) {
 	s := parsed(t, ParseReBAPCSV, readFile(t, "rebap_2026-10-25_utc.csv"))
 	day := pipeline.NewDay(2026, time.October, 25)
-	if s.Kind != price.ReBAP || s.Format != "netztransparenz-csv" {
-		t.Errorf("kind %q format %q", s.Kind, s.Format)
-	}
+	checkSource(t, s, price.ReBAP, "netztransparenz-csv")
 	// The file has the 100 quarter-hours of the Berlin day in UTC; row 40
 	// (file line 42) is N.A.
 	if len(s.Points) != 99 || len(s.Missing) != 1 || len(s.Points)+len(s.Missing) != day.Intervals() {

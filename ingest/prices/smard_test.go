@@ -14,9 +14,7 @@ import (
 func TestParseSMARDSpringForwardHourly(t *testing.T) {
 	s := parsed(t, ParseSMARD, readFile(t, "smard_2025-03-30_hourly.json"))
 	day := pipeline.NewDay(2025, time.March, 30)
-	if s.Kind != price.Spot || s.Format != "smard-json" {
-		t.Errorf("kind %q format %q", s.Kind, s.Format)
-	}
+	checkSource(t, s, price.Spot, "smard-json")
 	if len(s.Points) != 23 || len(s.Missing) != 0 {
 		t.Fatalf("%d points, %d missing; want 23, 0", len(s.Points), len(s.Missing))
 	}
