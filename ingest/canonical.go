@@ -27,6 +27,7 @@ type Object struct {
 	count int
 }
 
+// Key writes a member's name, after a comma unless it is the first.
 func (o *Object) Key(name string) {
 	if o.count > 0 {
 		o.Buf = append(o.Buf, ',')
@@ -37,22 +38,26 @@ func (o *Object) Key(name string) {
 	o.Buf = append(o.Buf, '"', ':')
 }
 
+// Str writes a string member.
 func (o *Object) Str(name, s string) {
 	o.Key(name)
 	o.Buf = appendJSONString(o.Buf, s)
 }
 
+// OptStr writes a string member unless s is empty, as omitempty would.
 func (o *Object) OptStr(name, s string) {
 	if s != "" {
 		o.Str(name, s)
 	}
 }
 
+// Day writes a day member as "YYYY-MM-DD".
 func (o *Object) Day(name string, d pipeline.Day) {
 	o.Key(name)
 	o.Buf = appendDay(o.Buf, d)
 }
 
+// Floats writes a member that is an array of numbers.
 func (o *Object) Floats(name string, fs []float64) {
 	o.Key(name)
 	o.Buf = append(o.Buf, '[')

@@ -15,10 +15,13 @@ import (
 // beyond the call it is passed to (fail copies it).
 type Path []string
 
+// BodyPath is the loc of a request body, with room for a deep field.
 func BodyPath() Path { return append(make(Path, 0, 12), "body") }
 
+// At is the loc of a member of the value at p.
 func (p Path) At(name string) Path { return append(p, name) }
 
+// Index is the loc of an element of the list at p.
 func (p Path) Index(i int) Path { return append(p, strconv.Itoa(i)) }
 
 // Presence is how a model field treats absence and null.
@@ -41,6 +44,7 @@ type Checker struct {
 	Full     bool
 }
 
+// Err returns the problems found as a *SchemaError, or nil.
 func (c *Checker) Err() error {
 	if len(c.Problems) == 0 {
 		return nil
@@ -157,6 +161,7 @@ func Text[S ~string](c *Checker, obj *Node, loc Path, name string, pr Presence, 
 	return ok
 }
 
+// Text validates a string value at loc against r.
 func (c *Checker) Text(loc Path, v *Node, r TextRule) (string, bool) {
 	if v.Kind != KindString {
 		c.Fail(loc, "string_type", "Input should be a valid string", v, nil)
@@ -184,6 +189,7 @@ func (c *Checker) Text(loc Path, v *Node, r TextRule) (string, bool) {
 	return s, true
 }
 
+// Plural spells a count with its noun, adding an s for any count but one.
 func Plural(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
@@ -212,6 +218,8 @@ type Literal struct {
 	Expected string
 }
 
+// NewLiteral is the Literal of the options, with pydantic's spelling of
+// them in messages.
 func NewLiteral(options ...string) Literal {
 	quoted := make([]string, len(options))
 	for i, o := range options {
@@ -564,6 +572,8 @@ func jsonInvalid(src []byte, off int, msg string) error {
 	}}}
 }
 
+// FirstInvalidUTF8 returns the byte offset of the first invalid UTF-8
+// sequence in b, or len(b) when there is none.
 func FirstInvalidUTF8(b []byte) int {
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])

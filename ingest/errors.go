@@ -74,6 +74,7 @@ type Findings struct {
 	total int
 }
 
+// Addf records a broken rule; beyond the cap it is only counted.
 func (f *Findings) Addf(format string, args ...any) {
 	f.total++
 	if len(f.msgs) < maxMessages {

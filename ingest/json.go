@@ -37,6 +37,7 @@ type Node struct {
 	Members []Member // objects in document order, duplicate keys included
 }
 
+// Member is one member of a parsed object: its key and its value.
 type Member struct {
 	Key string
 	Val Node

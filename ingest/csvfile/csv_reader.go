@@ -358,6 +358,7 @@ func (cr *Reader) HeaderLine(example string, problem func(msg string)) ([]string
 	return names, true
 }
 
+// QuoteNames lists column names in Go quotes, for the messages.
 func QuoteNames(names []string) string {
 	q := make([]string, len(names))
 	for i, n := range names {

@@ -10,6 +10,7 @@ import (
 // The canonical encodings of the four data endpoints' bodies; the bulk
 // decoders stream the same bytes into their hashes, entry by entry.
 
+// CanonicalForecast is the canonical encoding of a forecast body.
 func CanonicalForecast(f *pipeline.Forecast, bodyLen int) []byte {
 	o := ingest.Object{Buf: append(ingest.CanonicalBuffer(bodyLen), '{')}
 	o.Day("delivery_day", f.DeliveryDay)
@@ -69,6 +70,7 @@ func WriteLocation(o *ingest.Object, l *pipeline.Location) {
 	})
 }
 
+// CanonicalMetered is the canonical encoding of a metered-data body.
 func CanonicalMetered(es []pipeline.MeteredEntry, bodyLen int) []byte {
 	o := ingest.Object{Buf: append(ingest.CanonicalBuffer(bodyLen), '{')}
 	ingest.WriteList(&o, "entries", es, WriteMeteredEntry)
@@ -84,6 +86,7 @@ func WriteMeteredEntry(o *ingest.Object, e *pipeline.MeteredEntry) {
 	o.Floats("values", e.Values)
 }
 
+// CanonicalProfiles is the canonical encoding of a load-profile body.
 func CanonicalProfiles(es []pipeline.ProfileEntry, bodyLen int) []byte {
 	o := ingest.Object{Buf: append(ingest.CanonicalBuffer(bodyLen), '{')}
 	ingest.WriteList(&o, "entries", es, WriteProfileEntry)

@@ -140,6 +140,7 @@ func ProfileModel(c *ingest.Checker, loc ingest.Path, n *ingest.Node) (pipeline.
 // with thousands of entries over a few days.
 type Intervals map[pipeline.Day]int
 
+// Of returns the day's number of quarter-hours.
 func (m Intervals) Of(d pipeline.Day) int {
 	n, ok := m[d]
 	if !ok {

@@ -51,6 +51,7 @@ func NormJSON(t *testing.T, s string) string {
 	return string(b)
 }
 
+// MustJSON encodes v with encoding/json and fails the test on an error.
 func MustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -149,6 +150,7 @@ func ReadSample(t *testing.T, pkg, name string) []byte {
 	return ReadTestdata(t, filepath.Join("..", "..", pkg, "testdata", name))
 }
 
+// ReadTestdata reads a file of the test's testdata folder.
 func ReadTestdata(t *testing.T, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
@@ -261,6 +263,7 @@ func (st CSVStyle) write(b *bytes.Buffer, keyNames []string, rows [][]string, va
 	return b.Bytes()
 }
 
+// MeteredCSV writes metered entries as a CSV file in the style st.
 func MeteredCSV(es []pipeline.MeteredEntry, st CSVStyle) []byte {
 	rows := make([][]string, len(es))
 	values := make([][]float64, len(es))
@@ -271,6 +274,7 @@ func MeteredCSV(es []pipeline.MeteredEntry, st CSVStyle) []byte {
 	return st.write(&bytes.Buffer{}, []string{"malo", "day", "unit"}, rows, values)
 }
 
+// ProfilesCSV writes profile entries as a CSV file in the style st.
 func ProfilesCSV(es []pipeline.ProfileEntry, st CSVStyle) []byte {
 	rows := make([][]string, len(es))
 	values := make([][]float64, len(es))
