@@ -44,6 +44,13 @@ type Checker struct {
 	Full     bool
 }
 
+// Reset forgets the problems found, keeping their storage, so that one
+// checker can validate field after field of a file.
+func (c *Checker) Reset() {
+	c.Problems = c.Problems[:0]
+	c.Full = false
+}
+
 // Err returns the problems found as a *SchemaError, or nil.
 func (c *Checker) Err() error {
 	if len(c.Problems) == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/schedbridge/schedbridge/ingest"
+	"github.com/schedbridge/schedbridge/ingest/csvfile"
 	"github.com/schedbridge/schedbridge/ingest/databody"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -138,16 +139,15 @@ const (
 	defaultBatchSize        = 2000
 	defaultMaxProblems      = 10000
 	defaultMaxDocumentBytes = 64 << 20
-	// maxEntryBytes bounds one JSON entry and one CSV row: a day of 100
-	// values in full precision takes about 2.5 KB.
-	maxEntryBytes = 1 << 20
+	// maxEntryBytes bounds one JSON entry as csvfile bounds one CSV row.
+	maxEntryBytes = csvfile.RowLimit
 )
 
 // Read buffer sizes; variables so that tests can make them tiny and so
 // exercise the reads of more input in the middle of a value or row.
 var (
-	bulkBufferSize = 1 << 20  // initial read buffer of a JSON or CSV file
-	jsonWindow     = 64 << 10 // bytes read ahead before a JSON value is parsed
+	bulkBufferSize = csvfile.DefaultBufferSize // initial read buffer of a JSON or CSV file
+	jsonWindow     = 64 << 10                  // bytes read ahead before a JSON value is parsed
 )
 
 // BulkBatch is what one emit call receives: exactly one field set according
@@ -436,8 +436,7 @@ func (r *bulkRun) takeCheckerColumns(line, row int, column func(loc []string) st
 		fp.Line, fp.Row, fp.Column = line, row, column(p.Loc)
 		r.add(fp)
 	}
-	r.c.Problems = r.c.Problems[:0]
-	r.c.Full = false
+	r.c.Reset()
 }
 
 // origin is where an entry is in the file.
@@ -472,6 +471,24 @@ func (r *bulkRun) label(ref int) string {
 // business reports a broken business rule of the entry at o.
 func (r *bulkRun) business(o origin, msg string) {
 	r.add(ingest.FileProblem{Line: o.line, Row: o.row, Type: ingest.ProblemBusiness, Loc: []any{"body", "entries", o.index}, Msg: msg})
+}
+
+// meteredUnit sets dst to the unit a metered-data cell spells exactly and
+// tells whether it did; any other text is left to the checker's
+// ingest.MeteredUnits, for pydantic's message. It spares the per-row cell
+// the checker's node and lookup.
+func meteredUnit(s string, dst *pipeline.Unit) bool {
+	switch s {
+	case "MW":
+		*dst = pipeline.MW
+	case "MWH":
+		*dst = pipeline.MWH
+	case "KWH":
+		*dst = pipeline.KWH
+	default:
+		return false
+	}
+	return true
 }
 
 // dayKey numbers a day compactly for duplicate keys (22 bits).

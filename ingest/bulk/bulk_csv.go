@@ -223,14 +223,7 @@ func (r *bulkRun) csvMetered(h *csvHeader, cells [][]byte, index, line int) erro
 		ok = false
 	}
 	ok = r.csvDay(cells[h.key[1]], index, line, &e.Day) && ok
-	switch unit := cells[h.key[2]]; string(unit) {
-	case "MW":
-		e.Unit = pipeline.MW
-	case "MWH":
-		e.Unit = pipeline.MWH
-	case "KWH":
-		e.Unit = pipeline.KWH
-	default:
+	if unit := cells[h.key[2]]; !meteredUnit(string(unit), &e.Unit) {
 		ingest.ChoiceValue(&r.c, fieldLoc(index, "unit"), &ingest.Node{Kind: ingest.KindString, Str: string(unit)}, ingest.MeteredUnits, &e.Unit)
 		r.takeChecker(line, 0, "unit")
 		ok = false

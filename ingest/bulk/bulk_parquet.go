@@ -289,14 +289,7 @@ func (r *bulkRun) parquetRow(cols *parquetCols, i, row int) error {
 	}
 	unit := null
 	if !cols.unit.isNull(i) {
-		switch s := cols.unit.value(i); s {
-		case "MW":
-			e.Unit = pipeline.MW
-		case "MWH":
-			e.Unit = pipeline.MWH
-		case "KWH":
-			e.Unit = pipeline.KWH
-		default:
+		if s := cols.unit.value(i); !meteredUnit(s, &e.Unit) {
 			unit = &ingest.Node{Kind: ingest.KindString, Str: strings.Clone(s)}
 		}
 	}

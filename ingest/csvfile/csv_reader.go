@@ -38,8 +38,8 @@ type Reader struct {
 	Syntax  string // the current row's first syntax problem, "" if none
 }
 
-// DefaultBufferSize is the initial read buffer of a CSV file whose reader
-// has no reason to choose another (HR and activation files).
+// DefaultBufferSize is the initial read buffer of a CSV file, which holds
+// hundreds of rows of 96 values; it grows for a longer row.
 const DefaultBufferSize = 1 << 20
 
 // NewReader reads src with an initial buffer of size bytes; the buffer
@@ -90,10 +90,9 @@ const (
 	msgAfterQuote    = `unexpected character after the closing " of a quoted cell (a " inside a quoted cell must be doubled)`
 	MsgUnclosedQuote = `a quoted cell is not closed: the " that opens it has no closing "`
 	msgQuotedTooLong = `a quoted cell is not closed within 1 MiB: the " that opens it has no closing "`
-	// rowLimit bounds one row, as the messages say: a day of 100 values in
-	// full precision takes about 2.5 KB. It equals the bulk decoder's bound
-	// of one JSON entry.
-	rowLimit = 1 << 20
+	// RowLimit bounds one row, as the messages say: a day of 100 values in
+	// full precision takes about 2.5 KB.
+	RowLimit = 1 << 20
 )
 
 // Next reads the next row into cells and returns the line it starts on, or
@@ -105,7 +104,7 @@ func (r *Reader) Next() int {
 		data := r.buf[r.pos:r.end]
 		nl := bytes.IndexByte(data, '\n')
 		if nl < 0 && !r.eof {
-			if len(data) > rowLimit {
+			if len(data) > RowLimit {
 				return r.skipLine(msgRowTooLong)
 			}
 			if !r.more() {
@@ -180,7 +179,7 @@ func (r *Reader) quotedRow() int {
 		if complete {
 			return line
 		}
-		if r.end-r.pos > rowLimit {
+		if r.end-r.pos > RowLimit {
 			return r.skipLine(msgQuotedTooLong)
 		}
 		if !r.more() {
@@ -308,7 +307,7 @@ func (cr *Reader) HeaderLine(example string, problem func(msg string)) ([]string
 	var first []byte
 	for {
 		data := cr.buf[cr.pos:cr.end]
-		if i := bytes.IndexByte(data, '\n'); i >= 0 || cr.eof || len(data) > rowLimit {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 || cr.eof || len(data) > RowLimit {
 			if i >= 0 {
 				data = data[:i]
 			}
@@ -388,20 +387,20 @@ func Width(names []string) int {
 	return width
 }
 
-// NextContent is Next without the blank rows (BlankRow) that spreadsheets
+// NextContent is Next without the blank rows (blankRow) that spreadsheets
 // write: it skips those that have no syntax problem.
 func (r *Reader) NextContent() int {
 	for {
 		line := r.Next()
-		if line == 0 || r.Syntax != "" || !BlankRow(r.Cells) {
+		if line == 0 || r.Syntax != "" || !blankRow(r.Cells) {
 			return line
 		}
 	}
 }
 
-// BlankRow tells whether a row has no content (an empty line, or only
+// blankRow tells whether a row has no content (an empty line, or only
 // separators as spreadsheets write them): such rows are skipped.
-func BlankRow(cells [][]byte) bool {
+func blankRow(cells [][]byte) bool {
 	if len(cells[0]) > 0 {
 		return false
 	}

@@ -37,8 +37,14 @@ func CanonicalForecast(f *pipeline.Forecast, bodyLen int) []byte {
 }
 
 func canonicalLocations(ls []pipeline.Location, bodyLen int) []byte {
+	return canonicalList("locations", ls, WriteLocation, bodyLen)
+}
+
+// canonicalList is the canonical encoding of a body whose only member is
+// the list name (validate_only is left out), one object per item.
+func canonicalList[T any](name string, items []T, write func(*ingest.Object, *T), bodyLen int) []byte {
 	o := ingest.Object{Buf: append(ingest.CanonicalBuffer(bodyLen), '{')}
-	ingest.WriteList(&o, "locations", ls, WriteLocation)
+	ingest.WriteList(&o, name, items, write)
 	return append(o.Buf, '}')
 }
 
@@ -72,9 +78,7 @@ func WriteLocation(o *ingest.Object, l *pipeline.Location) {
 
 // CanonicalMetered is the canonical encoding of a metered-data body.
 func CanonicalMetered(es []pipeline.MeteredEntry, bodyLen int) []byte {
-	o := ingest.Object{Buf: append(ingest.CanonicalBuffer(bodyLen), '{')}
-	ingest.WriteList(&o, "entries", es, WriteMeteredEntry)
-	return append(o.Buf, '}')
+	return canonicalList("entries", es, WriteMeteredEntry, bodyLen)
 }
 
 // WriteMeteredEntry writes the members of one metered-data entry; the bulk
@@ -88,9 +92,7 @@ func WriteMeteredEntry(o *ingest.Object, e *pipeline.MeteredEntry) {
 
 // CanonicalProfiles is the canonical encoding of a load-profile body.
 func CanonicalProfiles(es []pipeline.ProfileEntry, bodyLen int) []byte {
-	o := ingest.Object{Buf: append(ingest.CanonicalBuffer(bodyLen), '{')}
-	ingest.WriteList(&o, "entries", es, WriteProfileEntry)
-	return append(o.Buf, '}')
+	return canonicalList("entries", es, WriteProfileEntry, bodyLen)
 }
 
 // WriteProfileEntry writes the members of one load-profile entry.
