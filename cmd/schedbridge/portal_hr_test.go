@@ -116,6 +116,9 @@ func TestPortalHRCLI(t *testing.T) {
 					t.Errorf("bad put: %q lacks %q", errOut, want)
 				}
 			}
+			if after, _ := in.hrEmployees(); after != before {
+				t.Errorf("a refused put changed the employees:\nbefore %s\nafter  %s", before, after)
+			}
 
 			_, errOut = in.cli(0, "portal", "employee", "import", employeesCSV)
 			if !strings.Contains(errOut, "3 rows, 2 employees created, 1 updated") {

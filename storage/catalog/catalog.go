@@ -32,7 +32,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -88,9 +87,6 @@ type Catalog struct {
 	cat       *sqlcat.Catalog
 	warehouse string
 	io        map[string]string
-
-	mu      sync.Mutex
-	created map[string]bool // tables known to exist
 }
 
 // Open opens the catalog in cfg.DB, creating its tables and the namespace
@@ -122,7 +118,7 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("catalog: create namespace %s: %w", Namespace, err)
 	}
-	return &Catalog{cat: cat, warehouse: props["warehouse"], io: cfg.IO, created: map[string]bool{}}, nil
+	return &Catalog{cat: cat, warehouse: props["warehouse"], io: cfg.IO}, nil
 }
 
 // Close releases the catalog; the database stays open.

@@ -177,10 +177,6 @@ func dayPrefix(dataset string, day pipeline.Day) string {
 	return root + dataset + "/delivery_day=" + day.String() + "/"
 }
 
-func pointerKey(dataset string, day pipeline.Day) string {
-	return dayPrefix(dataset, day) + pointerSeg
-}
-
 func runPrefix(dataset string, day pipeline.Day, runID int64) string {
 	return dayPrefix(dataset, day) + "run=" + strconv.FormatInt(runID, 10) + "/"
 }
