@@ -43,8 +43,8 @@ type fixture struct {
 // inboxStore hands the store's bulk transaction to the inbox as its Stager.
 type inboxStore struct{ *sqldb.DB }
 
-func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
-	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
+func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio string, now time.Time) (inbox.Stager, error) {
+	return s.DB.BeginBulk(ctx, kind, portfolio, now)
 }
 
 // wakeCounter counts inbox wake-ups.

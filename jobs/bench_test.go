@@ -306,7 +306,7 @@ func stageBulkFor(b *testing.B, db *sqldb.DB, portfolio, kind string, fn func(*s
 	if err != nil || !ok {
 		b.Fatalf("claim: %v %v", ok, err)
 	}
-	st, err := db.BeginBulk(ctx, kind, portfolio, kind, time.Now())
+	st, err := db.BeginBulk(ctx, kind, portfolio, time.Now())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -244,8 +244,8 @@ func (cs *consoleBench) page(b *testing.B, path, title string) *httptest.Respons
 // BeginBulk returns the concrete staging transaction.
 type benchInboxStore struct{ *sqldb.DB }
 
-func (s benchInboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
-	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
+func (s benchInboxStore) BeginBulk(ctx context.Context, kind, portfolio string, now time.Time) (inbox.Stager, error) {
+	return s.DB.BeginBulk(ctx, kind, portfolio, now)
 }
 
 // get sends one request through the handler and checks for 200.

@@ -38,8 +38,8 @@ func (a *app) openBucket(ctx context.Context) (objstore.Bucket, error) {
 // concrete staging transaction, which the inbox sees as its Stager.
 type inboxStore struct{ *sqldb.DB }
 
-func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
-	return s.DB.BeginBulk(ctx, kind, portfolio, inputHash, now)
+func (s inboxStore) BeginBulk(ctx context.Context, kind, portfolio string, now time.Time) (inbox.Stager, error) {
+	return s.DB.BeginBulk(ctx, kind, portfolio, now)
 }
 
 // ownerName names this process in inbox claims: host and pid for operators,

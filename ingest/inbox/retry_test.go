@@ -41,13 +41,13 @@ func (s *brokenStore) take(n *int) bool {
 	return true
 }
 
-func (s *brokenStore) BeginBulk(ctx context.Context, kind, portfolio, inputHash string, now time.Time) (inbox.Stager, error) {
+func (s *brokenStore) BeginBulk(ctx context.Context, kind, portfolio string, now time.Time) (inbox.Stager, error) {
 	if s.take(&s.failBegin) {
 		// The text carries what a careless driver might print; none of it
 		// may reach the record.
 		return nil, errors.New("injected: connect postgres://app:s3cret@db:5432/x failed (password=s3cret)")
 	}
-	return s.store.BeginBulk(ctx, kind, portfolio, inputHash, now)
+	return s.store.BeginBulk(ctx, kind, portfolio, now)
 }
 
 func (s *brokenStore) FinishInboxRetry(ctx context.Context, claimID int64, owner string, now time.Time, ev pipeline.Event) (pipeline.InboxFile, error) {

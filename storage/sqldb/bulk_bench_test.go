@@ -48,7 +48,7 @@ func BenchmarkBulkStageMetered(b *testing.B) {
 				}
 				b.StartTimer()
 				cpu0 := processCPU()
-				st, err := db.BeginBulk(ctx, "metered", "p1", "h1", t0)
+				st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -108,6 +108,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 			}
 			path = filepath.Join(dir, DefaultSQLiteFile)
 		}
+		pinSQLiteAllocator()
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, fmt.Errorf("create database directory: %w", err)
 		}
@@ -181,6 +182,8 @@ var allMigrations = sync.OnceValue(func() *migrate.Migrations {
 		panic(fmt.Sprintf("discover migrations: %v", err))
 	}
 	registerBinaryValues(ms)
+	registerPackedValues(ms)
+	registerValuePortfolioKeys(ms)
 	return ms
 })
 

@@ -190,6 +190,15 @@ func (db *DB) stageBatch(ctx context.Context, t stagingTable, batch []*groupReq)
 		if err := db.lockKeys(ctx, tx, t, locks...); err != nil {
 			return err
 		}
+		if t.inputByID {
+			ids := make([]string, len(batch))
+			for i, r := range batch {
+				ids[i] = r.entry.PortfolioID
+			}
+			if err := db.lockPortfolios(ctx, tx, ids); err != nil {
+				return err
+			}
+		}
 		cur, err := db.currentOfBatch(ctx, tx, t, batch)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package sqldb_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -56,7 +57,7 @@ func TestInboxClaims(t *testing.T) {
 		if err := db.MarkInboxRejected(ctx, a.ID, "A", "x", "rejected/p1/a.csv", []byte(`{}`)); pipeline.KindOf(err) != pipeline.Conflict {
 			t.Errorf("reject by old owner = %v", err)
 		}
-		st, err := db.BeginBulk(ctx, "metered", "p1", "h1", t0)
+		st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +72,7 @@ func TestInboxClaims(t *testing.T) {
 			t.Fatalf("lost claim staged %d rows", n)
 		}
 		// The owner's commit stages, records the receipt, and finishing closes the row.
-		st, _ = db.BeginBulk(ctx, "metered", "p1", "h1", t0)
+		st, _ = db.BeginBulk(ctx, "metered", "p1", t0)
 		_ = st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("12345678901", 1), meteredDay("12345678902", 2)})
 		_ = st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("12345678903", 3)})
 		res, err := st.Commit(ctx, b.ID, "B", "processed/p1/2026-11-22/a.csv", audit("p1", "h1"),
@@ -147,7 +148,7 @@ func TestBulkStageRollback(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
 		seedPortfolio(t, db, "p1")
-		st, err := db.BeginBulk(ctx, "metered", "p1", "h", t0)
+		st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +226,7 @@ func TestSQLiteBusyIsUnavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	seedPortfolio(t, db, "p1")
-	st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
+	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,9 +275,15 @@ func TestBulkStageFirstLoad(t *testing.T) {
 			t.Errorf("p1 versions = %d, want 3", n)
 		}
 
-		// A fresh portfolio whose file repeats a key across batches.
+		// A fresh portfolio whose file repeats a key across batches. On
+		// PostgreSQL a first load streams its batches into one COPY, which
+		// reports the violation when it ends, at the commit at the latest.
 		seedPortfolio(t, db, "p3")
-		st, err = db.BeginBulk(ctx, "metered", "p3", "file", t0)
+		c3, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p3/metered-data/a.csv", "e1"), "me", t0, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim = %v, %v", ok, err)
+		}
+		st, err = db.BeginBulk(ctx, "metered", "p3", t0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +291,12 @@ func TestBulkStageFirstLoad(t *testing.T) {
 		if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 2)}); err == nil {
+		err = st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 2)})
+		if err == nil {
+			_, err = st.Commit(ctx, c3.ID, "me", "processed/p3/2026-11-22/a.csv", audit("p3", "file"),
+				func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+		}
+		if err == nil {
 			t.Fatal("a repeated key of a first load was staged")
 		}
 		st.Rollback()
@@ -303,9 +315,76 @@ func claimAndBegin(t *testing.T, db *sqldb.DB) (pipeline.InboxFile, *sqldb.BulkS
 	if err != nil || !ok {
 		t.Fatalf("claim = %v, %v", ok, err)
 	}
-	st, err := db.BeginBulk(ctx, "metered", "p1", "file", t0)
+	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return claim, st
+}
+
+// TestBulkStageSQLiteSettings: on SQLite a bulk file's connection commits
+// with synchronous=FULL and without the automatic checkpoint, and runs the
+// checkpoint after the commit; the connection then goes back to the pool
+// with the pool's settings (NORMAL, a checkpoint every 1,000 pages), after a
+// commit and after a rollback alike. The pool has one connection, so the
+// queries after Commit and Rollback run on the bulk file's connection.
+func TestBulkStageSQLiteSettings(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "one.db")
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + path, MaxOpenConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seedPortfolio(t, db, "p1")
+	settings := func(when string) {
+		t.Helper()
+		for q, want := range map[string]string{"PRAGMA synchronous": "1", "PRAGMA wal_autocheckpoint": "1000"} {
+			if got, err := sqldb.QueryString(ctx, db, q); err != nil || got != want {
+				t.Errorf("%s: %s = %q, %v; want %s", when, q, got, err, want)
+			}
+		}
+	}
+	settings("before")
+
+	claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("claim = %v, %v", ok, err)
+	}
+	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Commit(ctx, claim.ID, "me", "processed/p1/2026-11-22/a.csv", audit("p1", "file"),
+		func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil }); err != nil {
+		t.Fatal(err)
+	}
+	settings("after a commit")
+	// The checkpoint after the commit has copied every page from the WAL
+	// into the database file, which therefore holds all of them.
+	var pages, size int64
+	if err := db.SQL().QueryRowContext(ctx, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").Scan(&pages); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	} else {
+		size = fi.Size()
+	}
+	if size != pages {
+		t.Errorf("database file of %d bytes after the commit, want all %d bytes of its pages", size, pages)
+	}
+
+	st, err = db.BeginBulk(ctx, "metered", "p1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Rollback()
+	settings("after a rollback")
 }

@@ -91,7 +91,7 @@ func (db *DB) MeteredHistory(ctx context.Context, portfolio string, days []pipel
 	// so that both planners use its first term as a range of the index of
 	// current rows (portfolio_id, malo, day); a row value or a plain OR would
 	// make SQLite scan the portfolio's index from the start on every page.
-	q := db.rebind(fmt.Sprintf("SELECT malo, day, unit, vals_f64 FROM metered_versions WHERE portfolio_id = ? "+
+	q := db.rebind(fmt.Sprintf("SELECT malo, day, unit, vals_packed FROM metered_versions WHERE portfolio_id = ? "+
 		"AND superseded_at IS NULL AND day IN (%s) AND malo >= ? AND (malo > ? OR day > ?) ORDER BY malo, day LIMIT ?",
 		placeholders(len(days))))
 	afterMalo, afterDay := "", ""
@@ -151,16 +151,18 @@ func (db *DB) meteredPage(ctx context.Context, q string, args []any) ([]pipeline
 			}
 			days[string(day)] = e.Day
 		}
-		if len(raw)%8 != 0 {
-			return nil, fmt.Errorf("metered %s %s: stored values of %d bytes are not a whole number of doubles", e.Malo, day, len(raw))
+		n, err := seriesLen(raw)
+		if err != nil {
+			return nil, fmt.Errorf("metered %s %s: %w", e.Malo, day, err)
 		}
-		n := len(raw) / 8
 		if cap(vals)-len(vals) < n || vals == nil {
 			vals = make([]float64, 0, max(n, valuesBlock))
 		}
 		e.Values = vals[len(vals) : len(vals)+n : len(vals)+n]
 		vals = vals[:len(vals)+n]
-		decodeValuesInto(e.Values, raw)
+		if err := decodeSeriesInto(e.Values, raw); err != nil {
+			return nil, fmt.Errorf("metered %s %s: %w", e.Malo, day, err)
+		}
 		out = append(out, e)
 		prev = e
 	}
@@ -174,7 +176,7 @@ const valuesBlock = 512 * 96
 // ProfilesForDay returns the current rolled-out profiles of the portfolio on
 // the day, ordered by MGA and profile.
 func (db *DB) ProfilesForDay(ctx context.Context, portfolio string, day pipeline.Day) ([]pipeline.ProfileEntry, error) {
-	rows, err := db.bun.DB.QueryContext(ctx, db.rebind("SELECT mga, profile, vals_f64 FROM profile_versions "+
+	rows, err := db.bun.DB.QueryContext(ctx, db.rebind("SELECT mga, profile, vals_packed FROM profile_versions "+
 		"WHERE portfolio_id = ? AND day = ? AND superseded_at IS NULL ORDER BY mga, profile"), portfolio, day.String())
 	if err != nil {
 		return nil, fmt.Errorf("profiles of %s on %s: %w", portfolio, day, err)
@@ -187,7 +189,7 @@ func (db *DB) ProfilesForDay(ctx context.Context, portfolio string, day pipeline
 		if err := rows.Scan(&mga, &profile, &raw); err != nil {
 			return nil, fmt.Errorf("profiles of %s on %s: %w", portfolio, day, err)
 		}
-		vals, err := decodeValues(raw)
+		vals, err := decodeSeries(raw)
 		if err != nil {
 			return nil, fmt.Errorf("profile %s/%s on %s: %w", mga, profile, day, err)
 		}

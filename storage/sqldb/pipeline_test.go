@@ -454,7 +454,7 @@ func TestStageTrades(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("claim = %v, %v", ok, err)
 		}
-		st, err := db.BeginBulk(ctx, "trades", "p2", "file", t0)
+		st, err := db.BeginBulk(ctx, "trades", "p2", t0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -28,14 +28,29 @@ type stagingTable struct {
 	name    string
 	keyCols []string
 	payCols []string
+	// inputByID tells that the table has input_id, so that a bulk file's
+	// versions can name their input before its hash is known
+	// (staging_inputs).
+	inputByID bool
 }
 
 var (
-	forecastTable = stagingTable{"forecast_versions", []string{"delivery_day"}, []string{"body"}}
-	locationTable = stagingTable{"location_versions", []string{"malo"}, []string{"slices"}}
-	meteredTable  = stagingTable{"metered_versions", []string{"malo", "day"}, []string{"unit", "vals_f64"}}
-	profileTable  = stagingTable{"profile_versions", []string{"mga", "profile", "day"}, []string{"vals_f64"}}
+	forecastTable = stagingTable{"forecast_versions", []string{"delivery_day"}, []string{"body"}, false}
+	locationTable = stagingTable{"location_versions", []string{"malo"}, []string{"slices"}, false}
+	meteredTable  = stagingTable{"metered_versions", []string{"malo", "day"}, []string{"unit", "vals_packed"}, true}
+	profileTable  = stagingTable{"profile_versions", []string{"mga", "profile", "day"}, []string{"vals_packed"}, true}
 )
+
+// stageInput is what new versions record of their input: its hash, or, for
+// a bulk file still being read, the id of its staging_inputs row, which gets
+// the hash at the commit.
+type stageInput struct {
+	hash string
+	id   int64
+}
+
+// inputHashExpr is the input hash of a row of a table with input_id.
+const inputHashExpr = "COALESCE((SELECT s.input_hash FROM staging_inputs s WHERE s.id = input_id), input_hash)"
 
 // stageItem is one key of a submission with its payload. hash identifies the
 // content: equal hashes mean an identical re-send, which writes nothing.
@@ -92,6 +107,43 @@ type stageTx struct {
 	// (see BulkStage.add), so that looking up the current versions of the
 	// keys would find nothing but rows this transaction wrote itself.
 	noCurrent bool
+	// portfolioLocked tells that the transaction holds the portfolio's
+	// row lock already (lockPortfolios).
+	portfolioLocked bool
+}
+
+// lockPortfolios takes, on PostgreSQL, a key-share lock on each portfolio's
+// row until the transaction ends, and fails as NotFound when one does not
+// exist. Writers of the metered and profile versions take it once per
+// transaction instead of the foreign key that PostgreSQL checked per row
+// (migration 20261202000003); SQLite keeps the key.
+func (db *DB) lockPortfolios(ctx context.Context, tx bun.Tx, ids []string) error {
+	if db.dialect != Postgres {
+		return nil
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	var found []string
+	rows, err := tx.Tx.QueryContext(ctx, "SELECT id FROM portfolios WHERE id = ANY($1) ORDER BY id FOR KEY SHARE", ids)
+	if err != nil {
+		return fmt.Errorf("lock portfolios: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return err
+		}
+		found = append(found, id)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, ok := slices.BinarySearch(found, id); !ok {
+			return pipeline.Errorf(pipeline.NotFound, "unknown portfolio %q", id)
+		}
+	}
+	return nil
 }
 
 // maxKeyLocks is the most keys a submission through the API locks one by
@@ -105,15 +157,24 @@ type copyFunc func(ctx context.Context, table string, cols []string, rows [][]an
 
 // stage writes new versions for the items whose content differs from the
 // current version and supersedes those, in the caller's transaction.
-func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, inputHash string,
+func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio string, in stageInput,
 	now time.Time, items []stageItem) (pipeline.StageResult, error) {
 	tx, cache := st.tx, st.stmts
 	var res pipeline.StageResult
+	if t.inputByID && !st.portfolioLocked {
+		if err := db.lockPortfolios(ctx, tx, []string{portfolio}); err != nil {
+			return res, err
+		}
+	}
 	if db.dialect == Postgres && st.keyLocks {
 		if err := db.lockKeys(ctx, tx, t, keyLock{portfolio, items}); err != nil {
 			return res, err
 		}
-	} else if db.dialect == Postgres {
+	} else if db.dialect == Postgres && !st.noCurrent {
+		// A bulk stage that found no current version took the lock below
+		// already and looks nothing up (BulkStage.noCurrent); its rows may
+		// be streaming in a COPY, beside which no statement can run.
+		//
 		// Two writers of the same portfolio and table must not both read "version
 		// 3 is current" and both write version 4; SQLite's immediate transactions
 		// already serialise writers.
@@ -168,7 +229,7 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 		}
 	}
 
-	if db.dialect == Postgres && !st.keyLocks {
+	if db.dialect == Postgres && !st.keyLocks && !st.noCurrent {
 		if _, err := tx.ExecContext(ctx, "SELECT set_config('plan_cache_mode', 'auto', true)"); err != nil {
 			return res, err
 		}
@@ -210,15 +271,23 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio, 
 	}
 	cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
 		append(t.payCols, "received_at")...)
+	var input []any
+	switch {
+	case in.id != 0 && !t.inputByID:
+		return res, fmt.Errorf("%s has no input_id", t.name)
+	case in.id != 0:
+		cols = append(cols, "input_id")
+		input = []any{in.id}
+	}
 	appendRow := func(row []any, i int) []any {
 		r := inserts[i]
 		row = append(row, portfolio)
 		for _, k := range r.it.key {
 			row = append(row, k)
 		}
-		row = append(row, r.version, r.it.hash, inputHash)
+		row = append(row, r.version, r.it.hash, in.hash)
 		row = append(row, r.it.payload...)
-		return append(row, db.timeArg(now))
+		return append(append(row, db.timeArg(now)), input...)
 	}
 	if st.copy != nil && len(inserts) > 0 {
 		rows := make([][]any, len(inserts))
@@ -480,7 +549,8 @@ func (db *DB) stageAlone(ctx context.Context, t stagingTable, a *pipeline.AuditE
 	entry := *a
 	err := db.inTx(ctx, func(tx bun.Tx) error {
 		var err error
-		res, err = db.stage(ctx, stageTx{tx: tx, keyLocks: len(items) <= maxKeyLocks}, t, a.PortfolioID, a.InputHash, a.ReceivedAt, items)
+		res, err = db.stage(ctx, stageTx{tx: tx, keyLocks: len(items) <= maxKeyLocks}, t, a.PortfolioID, stageInput{hash: a.InputHash},
+			a.ReceivedAt, items)
 		if err != nil {
 			return err
 		}
@@ -631,7 +701,7 @@ func (db *DB) CountVersions(ctx context.Context, kind, portfolio string, current
 type valuesRow struct {
 	versionCols
 	Unit string `bun:"unit"`
-	Vals []byte `bun:"vals_f64"`
+	Vals []byte `bun:"vals_packed"`
 	vals []float64
 }
 
@@ -640,8 +710,9 @@ type valuesRow struct {
 // and decodes the values. missing is the NotFound message.
 func (db *DB) currentValues(ctx context.Context, t stagingTable, portfolio string, key []string, missing string) (valuesRow, error) {
 	var row valuesRow
-	q := db.bun.NewSelect().Table(t.name).Column("version", "input_hash", "received_at", "superseded_at").
-		Column(t.payCols...).Where("portfolio_id = ?", portfolio).Where("superseded_at IS NULL")
+	q := db.bun.NewSelect().Table(t.name).Column("version").ColumnExpr(inputHashExpr+" AS input_hash").
+		Column("received_at", "superseded_at").Column(t.payCols...).
+		Where("portfolio_id = ?", portfolio).Where("superseded_at IS NULL")
 	for i, col := range t.keyCols {
 		q = q.Where("? = ?", bun.Ident(col), key[i])
 	}
@@ -652,7 +723,7 @@ func (db *DB) currentValues(ctx context.Context, t stagingTable, portfolio strin
 	if err != nil {
 		return row, fmt.Errorf("get %s %s %v: %w", t.name, portfolio, key, err)
 	}
-	if row.vals, err = decodeValues(row.Vals); err != nil {
+	if row.vals, err = decodeSeries(row.Vals); err != nil {
 		return row, fmt.Errorf("%s %s %v: %w", t.name, portfolio, key, err)
 	}
 	return row, nil

@@ -13,7 +13,7 @@ import (
 // Trades are staged like forecasts: one versioned key per portfolio and
 // delivery day whose body is the canonical JSON of the whole set, so that an
 // import replaces the set as a whole and an identical import is unchanged.
-var tradeTable = stagingTable{"trade_versions", []string{"delivery_day"}, []string{"body"}}
+var tradeTable = stagingTable{"trade_versions", []string{"delivery_day"}, []string{"body"}, false}
 
 func tradeItems(set pipeline.TradeSet, portfolio string, canonical []byte) ([]stageItem, error) {
 	if set.Portfolio != "" && set.Portfolio != portfolio {

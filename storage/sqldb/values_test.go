@@ -2,10 +2,13 @@ package sqldb_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -94,6 +97,12 @@ func TestMigrateValuesToBinary(t *testing.T) {
 			if err := sqldb.MigrateThrough(ctx, db, "20261122000003"); err != nil {
 				t.Fatalf("migrate to 20261122000003: %v", err)
 			}
+			// Staging and reading use the columns of the later migrations
+			// (the audit trail's token columns, the packed values), so the
+			// rest of the schema comes first.
+			if _, err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
 			day := pipeline.NewDay(2026, time.November, 20)
 			got, err := db.MeteredDay(ctx, "p1", "01234567891", day)
 			if err != nil || !slices.Equal(got.Values, []float64{2, 0, 1e-7}) {
@@ -102,12 +111,6 @@ func TestMigrateValuesToBinary(t *testing.T) {
 			gp, err := db.ProfileDay(ctx, "p1", "MGA1", "H25", day)
 			if err != nil || !slices.Equal(gp.ValuesKWh, []float64{0.125, 3}) {
 				t.Fatalf("migrated profile = %+v, %v", gp, err)
-			}
-			// Staging writes columns that later migrations add (the audit
-			// trail's token columns), so the rest of the schema comes first;
-			// none of those migrations touches the values.
-			if _, err := db.Migrate(ctx); err != nil {
-				t.Fatal(err)
 			}
 			res, err := db.StageMetered(ctx, audit("p1", "again"), []pipeline.MeteredEntry{
 				{Malo: "01234567890", Day: day, Unit: pipeline.KWH, Values: []float64{0.25, 0.5, 1.5}}})
@@ -121,7 +124,8 @@ func TestMigrateValuesToBinary(t *testing.T) {
 			}
 
 			// Down converts back to JSON text; up again restores the binary
-			// form. The later migrations go first, as they came last.
+			// form. The later migrations go first, as they came last; they
+			// include the packed values', whose down gives vals_f64 back.
 			if _, err := sqldb.RollbackLast(ctx, db); err != nil {
 				t.Fatal(err)
 			}
@@ -178,4 +182,163 @@ func TestLookupPlanProbesIndex(t *testing.T) {
 		strings.Contains(plan, "Hash") || strings.Contains(plan, "Bitmap") || strings.Contains(plan, "Seq Scan") {
 		t.Errorf("lookup plan is not one index probe per key:\n%s", plan)
 	}
+}
+
+// TestMigrateValuesToPacked fills vals_f64 as the schema before the packed
+// values had it, migrates, and checks that the values read back bit for
+// bit, that the same content staged again is unchanged (the content hashes
+// were kept), and that down gives back the same doubles.
+func TestMigrateValuesToPacked(t *testing.T) {
+	raw := func(vals ...float64) []byte {
+		var b []byte
+		for _, v := range vals {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
+	metered := [][]float64{{0.25, 0.5, 1.5}, {1.0 / 3, 0, 7}}
+	for _, d := range sqltest.Backends {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := sqltest.OpenUnmigrated(t, d)
+			if err := sqldb.MigrateThrough(ctx, db, "20261201000002"); err != nil {
+				t.Fatal(err)
+			}
+			seedPortfolio(t, db, "p1")
+			day := pipeline.NewDay(2026, time.November, 20)
+			// Staged through the schema of the time, so that the rows carry
+			// the content hashes staging computed then.
+			for i, malo := range []string{"01234567890", "01234567891"} {
+				if err := sqldb.Exec(ctx, db, "INSERT INTO metered_versions (portfolio_id, malo, day, version, content_hash, input_hash, unit, vals_f64, received_at) "+
+					"VALUES ('p1', ?, '2026-11-20', 1, ?, 'h', 'KWH', ?, ?)", malo, sqldb.ContentHash([]byte("KWH"), raw(metered[i]...)),
+					raw(metered[i]...), t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sqldb.Exec(ctx, db, "INSERT INTO profile_versions (portfolio_id, mga, profile, day, version, content_hash, input_hash, vals_f64, received_at) "+
+				"VALUES ('p1', 'MGA1', 'H25', '2026-11-20', 1, ?, 'h', ?, ?)", sqldb.ContentHash(raw(0.125, 3)), raw(0.125, 3), t0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, malo := range []string{"01234567890", "01234567891"} {
+				got, err := db.MeteredDay(ctx, "p1", malo, day)
+				if err != nil || !slices.Equal(got.Values, metered[i]) {
+					t.Errorf("migrated metered %s = %+v, %v", malo, got, err)
+				}
+				res, err := db.StageMetered(ctx, audit("p1", "again"), []pipeline.MeteredEntry{
+					{Malo: malo, Day: day, Unit: pipeline.KWH, Values: metered[i]}})
+				if err != nil || res.Status != pipeline.Unchanged {
+					t.Errorf("re-stage %s after migration = %+v, %v; want unchanged", malo, res, err)
+				}
+			}
+			if gp, err := db.ProfileDay(ctx, "p1", "MGA1", "H25", day); err != nil || !slices.Equal(gp.ValuesKWh, []float64{0.125, 3}) {
+				t.Errorf("migrated profile = %+v, %v", gp, err)
+			}
+			// A day staged from a bulk file names its input in
+			// staging_inputs; rolling that migration back moves the hash
+			// into the row.
+			claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/b.csv", "e1"), "A", t0, time.Minute)
+			if err != nil || !ok {
+				t.Fatalf("claim = %v, %v", ok, err)
+			}
+			st, err := db.BeginBulk(ctx, "metered", "p1", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Metered(ctx, []pipeline.MeteredEntry{{Malo: "01234567899", Day: day, Unit: pipeline.KWH, Values: []float64{1}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Commit(ctx, claim.ID, "A", "processed/p1/b.csv", audit("p1", "bulkhash"),
+				func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := db.MeteredDay(ctx, "p1", "01234567899", day); err != nil || got.InputHash != "bulkhash" {
+				t.Fatalf("bulk-staged day = %+v, %v", got, err)
+			}
+			back, err := sqldb.RollbackLast(ctx, db)
+			if err != nil || !slices.Contains(back, "20261202000001") || !slices.Contains(back, "20261202000002") ||
+				!slices.Contains(back, "20261202000003") {
+				t.Fatalf("rollback = %v, %v", back, err)
+			}
+			if s, err := sqldb.QueryString(ctx, db, "SELECT input_hash FROM metered_versions WHERE malo = '01234567899'"); err != nil || s != "bulkhash" {
+				t.Errorf("rolled-back input_hash = %q, %v", s, err)
+			}
+			for i, malo := range []string{"01234567890", "01234567891"} {
+				s, err := sqldb.QueryString(ctx, db, "SELECT vals_f64 FROM metered_versions WHERE malo = ?", malo)
+				if err != nil || s != string(raw(metered[i]...)) {
+					t.Errorf("rolled-back vals_f64 of %s = %x, %v", malo, s, err)
+				}
+			}
+			// The rollback restores PostgreSQL's foreign keys of the value
+			// tables (20261202000003).
+			err = sqldb.Exec(ctx, db, "INSERT INTO metered_versions (portfolio_id, malo, day, version, content_hash, input_hash, unit, vals_f64, received_at) "+
+				"VALUES ('nope', '01234567899', '2026-11-20', 1, 'h', 'h', 'KWH', ?, ?)", raw(1), t0)
+			if err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") && !strings.Contains(err.Error(), "foreign key") {
+				t.Errorf("insert for an unknown portfolio after the rollback = %v, want a foreign key violation", err)
+			}
+		})
+	}
+}
+
+// TestValuesUnknownPortfolio checks that metered and profile days of a
+// portfolio that does not exist are refused and write nothing, through the
+// API's paths (one submission alone, and a few together in a group commit
+// on PostgreSQL) and through a bulk file. PostgreSQL has no foreign key on
+// these tables but locks the portfolio row (lockPortfolios); SQLite keeps
+// the key.
+func TestValuesUnknownPortfolio(t *testing.T) {
+	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
+		ctx := context.Background()
+		seedPortfolio(t, db, "p1")
+		day := pipeline.NewDay(2026, time.November, 20)
+		m := func(malo string) []pipeline.MeteredEntry {
+			return []pipeline.MeteredEntry{{Malo: malo, Day: day, Unit: pipeline.KWH, Values: []float64{1, 2}}}
+		}
+		refused := func(what string, err error) {
+			t.Helper()
+			if err == nil {
+				t.Errorf("%s for an unknown portfolio was staged", what)
+			} else if db.Dialect() == sqldb.Postgres && pipeline.KindOf(err) != pipeline.NotFound {
+				t.Errorf("%s for an unknown portfolio: %v, want not found", what, err)
+			}
+		}
+		_, err := db.StageMetered(ctx, audit("nope", "a"), m("01234567890"))
+		refused("a metered day", err)
+		_, err = db.StageProfiles(ctx, audit("nope", "b"), []pipeline.ProfileEntry{{MGA: "M", Profile: "H25", Day: day, ValuesKWh: []float64{1}}})
+		refused("a profile day", err)
+
+		// Submissions that arrive together share a group commit on
+		// PostgreSQL: the known portfolio's is staged, the other refused.
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, p := range []string{"p1", "nope"} {
+			wg.Go(func() { _, errs[i] = db.StageMetered(ctx, audit(p, "c"), m("0123456789"+strconv.Itoa(i))) })
+		}
+		wg.Wait()
+		if errs[0] != nil {
+			t.Errorf("p1's submission beside the unknown one: %v", errs[0])
+		}
+		refused("a submission beside another", errs[1])
+
+		st, err := db.BeginBulk(ctx, "metered", "nope", t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = st.Metered(ctx, m("01234567893"))
+		st.Rollback()
+		refused("a bulk file's metered day", err)
+
+		for _, kind := range []string{"metered", "profile"} {
+			if n, err := db.CountVersions(ctx, kind, "nope", false); err != nil || n != 0 {
+				t.Errorf("%s versions of the unknown portfolio = %d, %v", kind, n, err)
+			}
+		}
+		if n, _ := db.CountVersions(ctx, "metered", "p1", false); n != 1 {
+			t.Errorf("p1 metered versions = %d, want 1", n)
+		}
+
+	})
 }
