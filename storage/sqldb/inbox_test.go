@@ -217,14 +217,7 @@ func TestBulkStageCommit(t *testing.T) {
 // through.
 func TestSQLiteBusyIsUnavailable(t *testing.T) {
 	ctx := context.Background()
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + filepath.Join(t.TempDir(), "busy.db"), BusyTimeout: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := openSQLiteFile(t, filepath.Join(t.TempDir(), "busy.db"), sqldb.Options{BusyTimeout: 50 * time.Millisecond})
 	seedPortfolio(t, db, "p1")
 	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 	if err != nil {
@@ -331,14 +324,7 @@ func claimAndBegin(t *testing.T, db *sqldb.DB) (pipeline.InboxFile, *sqldb.BulkS
 func TestBulkStageSQLiteSettings(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "one.db")
-	db, err := sqldb.Open(ctx, sqldb.Options{URL: "sqlite:" + path, MaxOpenConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := openSQLiteFile(t, path, sqldb.Options{MaxOpenConns: 1})
 	seedPortfolio(t, db, "p1")
 	settings := func(when string) {
 		t.Helper()
@@ -387,4 +373,21 @@ func TestBulkStageSQLiteSettings(t *testing.T) {
 	}
 	st.Rollback()
 	settings("after a rollback")
+}
+
+// openSQLiteFile opens and migrates a SQLite database at path with the
+// options o, for tests that need a setting of their own; it is closed when
+// the test ends.
+func openSQLiteFile(t *testing.T, path string, o sqldb.Options) *sqldb.DB {
+	t.Helper()
+	o.URL = "sqlite:" + path
+	db, err := sqldb.Open(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db
 }
