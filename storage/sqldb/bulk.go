@@ -60,7 +60,7 @@ func (db *DB) BeginBulk(ctx context.Context, kind, portfolio string, now time.Ti
 	if db.dialect == SQLite {
 		for _, q := range bulkPragmas {
 			if _, err := conn.ExecContext(ctx, q); err != nil {
-				conn.Close()
+				releaseConn(db, conn, false)
 				return nil, fmt.Errorf("begin bulk %s: %w", kind, err)
 			}
 		}
@@ -134,6 +134,9 @@ func (s *BulkStage) startStream(table string, cols []string) *copyStream {
 
 // send hands the COPY a batch of rows; it fails once the COPY has.
 func (cs *copyStream) send(rows [][]any) error {
+	if cs.over {
+		return errors.Join(errors.New("copy ended early"), cs.err)
+	}
 	select {
 	case cs.rows <- rows:
 		return nil
