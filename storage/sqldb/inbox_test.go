@@ -336,14 +336,7 @@ func TestBulkStageSQLiteSettings(t *testing.T) {
 	}
 	settings("before")
 
-	claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/a.csv", "e1"), "me", t0, time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("claim = %v, %v", ok, err)
-	}
-	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	claim, st := claimAndBegin(t, db)
 	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +360,7 @@ func TestBulkStageSQLiteSettings(t *testing.T) {
 		t.Errorf("database file of %d bytes after the commit, want all %d bytes of its pages", size, pages)
 	}
 
-	st, err = db.BeginBulk(ctx, "metered", "p1", t0)
+	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
 	if err != nil {
 		t.Fatal(err)
 	}

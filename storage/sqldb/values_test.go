@@ -240,18 +240,11 @@ func TestMigrateValuesToPacked(t *testing.T) {
 			// A day staged from a bulk file names its input in
 			// staging_inputs; rolling that migration back moves the hash
 			// into the row.
-			claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p1/metered-data/b.csv", "e1"), "A", t0, time.Minute)
-			if err != nil || !ok {
-				t.Fatalf("claim = %v, %v", ok, err)
-			}
-			st, err := db.BeginBulk(ctx, "metered", "p1", t0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			claim, st := claimAndBegin(t, db)
 			if err := st.Metered(ctx, []pipeline.MeteredEntry{{Malo: "01234567899", Day: day, Unit: pipeline.KWH, Values: []float64{1}}}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := st.Commit(ctx, claim.ID, "A", "processed/p1/b.csv", audit("p1", "bulkhash"),
+			if _, err := st.Commit(ctx, claim.ID, "me", "processed/p1/a.csv", audit("p1", "bulkhash"),
 				func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil }); err != nil {
 				t.Fatal(err)
 			}
