@@ -359,8 +359,16 @@ func (r *bulkRun) jsonMember(s *jsonStream, p *ingest.Parser, key string, entrie
 		obj := ingest.Node{Kind: ingest.KindObject, Members: []ingest.Member{{Key: "validate_only", Val: v}}}
 		vo := false
 		r.held = r.held[:0]
-		if r.c.Flag(&obj, ingest.BodyPath(), "validate_only", &vo) {
-			r.res.ValidateOnly = vo
+		if r.c.Flag(&obj, ingest.BodyPath(), "validate_only", &vo) && vo {
+			// Nothing of the file is to be staged: from here on its
+			// entries are only validated and hashed, and the batch being
+			// filled is dropped, so that a caller that stages as it
+			// reads (the inbox) writes nothing it would roll back. Once
+			// asked for, validation only stays, whatever a repeated
+			// member says after it.
+			r.res.ValidateOnly = true
+			r.emit = nil
+			r.metered, r.profiles, r.backing = nil, nil, nil
 		}
 		for _, pr := range r.c.Problems {
 			fp := ingest.FileProblemOf(pr)

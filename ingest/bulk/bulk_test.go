@@ -1287,3 +1287,43 @@ func TestBulkParquetOtherArrowTypes(t *testing.T) {
 		t.Errorf("%v %s", err, res.InputHash)
 	}
 }
+
+// TestBulkValidateOnlyEmitsNothing: a JSON file that asks for validation
+// only emits no batch after the flag, so that the inbox, which stages as it
+// reads, writes nothing for it; its entries are still validated and hashed
+// as the same file without the flag. Before the flag, batches may have gone
+// out already (the inbox rolls them back). A repeated member does not take
+// the request back.
+func TestBulkValidateOnlyEmitsNothing(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	es := randomMetered(rng, 30)
+	plain, err := decode(BulkMetered, "p.json", meteredJSON(es, ""), BulkOptions{BatchSize: 4}, func(BulkBatch) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := bytes.TrimPrefix(meteredJSON(es, ""), []byte("{"))
+	for _, tc := range []struct {
+		name string
+		doc  string
+		want int // entries emitted
+	}{
+		{"flag first", `{"validate_only": true, ` + string(entries), 0},
+		{"flag after the entries", string(bytes.TrimSuffix(bytes.TrimSpace(meteredJSON(es, "")), []byte("}"))) + `, "validate_only": true}`, 28},
+		{"flag first, then false", `{"validate_only": true, "validate_only": false, ` + string(entries), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			emitted := 0
+			res, err := decode(BulkMetered, "v.json", []byte(tc.doc), BulkOptions{BatchSize: 4}, func(b BulkBatch) error {
+				emitted += len(b.Metered)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.ValidateOnly || res.Entries != len(es) || res.InputHash != plain.InputHash || emitted != tc.want {
+				t.Errorf("validate_only: %v, entries %d, hash %s (plain %s), emitted %d (want %d)",
+					res.ValidateOnly, res.Entries, res.InputHash, plain.InputHash, emitted, tc.want)
+			}
+		})
+	}
+}
