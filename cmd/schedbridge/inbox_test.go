@@ -160,14 +160,13 @@ func TestInboxKilledMidFile(t *testing.T) {
 	in.withInbox(false)
 	key := in.setup()
 	file := filepath.Join(t.TempDir(), "big.csv")
+	// Large enough that the kill lands inside the one pass that reads and
+	// stages it. The report's first request records the key's use while
+	// the staging holds SQLite's write lock; it must not wait for it
+	// (sqldb.TouchKey).
 	const rows = 150000
 	writeCSV(t, file, rows, 1)
 	cmd, logs := in.serve()
-	// The key's first use is recorded now: recording it while the file is
-	// staged would wait for SQLite's write lock, which the staging holds
-	// from the file's first batch, and the file would be done before the
-	// report came back.
-	in.report(key)
 	in.cli(0, "inbox", "put", file, "--portfolio", "p1", "--kind", "metered-data")
 	waitFor(t, "processing to start", 20*time.Second, func() bool { return len(in.report(key)["processing"]) == 1 })
 	time.Sleep(300 * time.Millisecond) // into the file, not at its claim

@@ -406,20 +406,27 @@ var bulkPragmas = []string{"PRAGMA synchronous = FULL", "PRAGMA wal_autocheckpoi
 // after a checkpoint of what the file wrote (checkpoint) and with the
 // pool's settings again.
 func releaseConn(db *DB, conn bun.Conn, checkpoint bool) {
-	if db.dialect == SQLite {
-		ctx := context.Background()
-		if checkpoint {
-			// PASSIVE: readers and the next writers go on beside it; what
-			// they hold back is copied by the next checkpoint.
-			_, _ = conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-		}
-		for _, q := range []string{"PRAGMA synchronous = NORMAL", "PRAGMA wal_autocheckpoint = 1000"} {
-			if _, err := conn.ExecContext(ctx, q); err != nil {
-				// A connection that kept the bulk settings would never
-				// checkpoint: the pool drops it instead.
-				_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-				break
-			}
+	if db.dialect != SQLite {
+		_ = conn.Close()
+		return
+	}
+	if checkpoint {
+		// PASSIVE: readers and the next writers go on beside it; what they
+		// hold back is copied by the next checkpoint.
+		_, _ = conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+	}
+	restoreConn(conn, "PRAGMA synchronous = NORMAL", "PRAGMA wal_autocheckpoint = 1000")
+}
+
+// restoreConn runs pragmas that give a SQLite connection the pool's settings
+// again and gives it back to the pool. A connection that could not be reset
+// is dropped instead: one that kept a bulk file's settings would never
+// checkpoint, one that kept a short busy timeout would fail writes.
+func restoreConn(conn bun.Conn, pragmas ...string) {
+	for _, q := range pragmas {
+		if _, err := conn.ExecContext(context.Background(), q); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+			break
 		}
 	}
 	_ = conn.Close()

@@ -51,6 +51,9 @@ type DB struct {
 	lockPath string
 	// path is the SQLite database file; leader locks are files beside it.
 	path string
+	// busy is SQLite's busy timeout, which a connection given a shorter one
+	// for a while gets back (TouchKey).
+	busy time.Duration
 	// makoFacts keeps the last facts of the market-partner overview (see
 	// mako_cache.go).
 	makoFacts makoFactsCache
@@ -131,7 +134,7 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		}
 		sqldb.SetMaxOpenConns(n)
 		sqldb.SetMaxIdleConns(n)
-		db := &DB{bun: bun.NewDB(sqldb, sqlitedialect.New()), dialect: SQLite, lockPath: path + ".migrate.lock", path: path}
+		db := &DB{bun: bun.NewDB(sqldb, sqlitedialect.New()), dialect: SQLite, lockPath: path + ".migrate.lock", path: path, busy: busy}
 		if err := db.Ping(ctx); err != nil {
 			sqldb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)

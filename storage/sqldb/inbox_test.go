@@ -384,3 +384,38 @@ func openSQLiteFile(t *testing.T, path string, o sqldb.Options) *sqldb.DB {
 	}
 	return db
 }
+
+// TestTouchKeyDuringBulk: recording a key's use does not wait SQLite's busy
+// timeout while a bulk file holds the write lock. The timeout here is an
+// hour, so a touch that waited for it would hang the test: it fails at
+// once as Unavailable instead, the connection it used goes back to the pool
+// with the hour, and once the file is done the use is recorded.
+func TestTouchKeyDuringBulk(t *testing.T) {
+	ctx := context.Background()
+	db := openSQLiteFile(t, filepath.Join(t.TempDir(), "touch.db"), sqldb.Options{BusyTimeout: time.Hour, MaxOpenConns: 2})
+	seedPortfolio(t, db, "p1")
+	if err := db.CreateKey(ctx, pipeline.APIKey{ID: "key_a", Scope: pipeline.ScopeData, PortfolioID: "p1", CreatedAt: t0}, "h"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.BeginBulk(ctx, "metered", "p1", t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000001", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.TouchKey(ctx, "key_a", t0); pipeline.KindOf(err) != pipeline.Unavailable {
+		t.Errorf("touch during the bulk file = %v, want unavailable", err)
+	}
+	if got, err := sqldb.QueryString(ctx, db, "PRAGMA busy_timeout"); err != nil || got != "3600000" {
+		t.Errorf("busy_timeout of the pool after the touch = %q, %v; want 3600000", got, err)
+	}
+	st.Rollback()
+	if err := db.TouchKey(ctx, "key_a", t0); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := db.Keys(ctx)
+	if err != nil || len(keys) != 1 || keys[0].LastUsedAt == nil || !keys[0].LastUsedAt.Equal(t0) {
+		t.Errorf("keys after the file = %+v, %v", keys, err)
+	}
+}

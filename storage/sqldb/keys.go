@@ -74,13 +74,28 @@ func (db *DB) Keys(ctx context.Context) ([]pipeline.APIKey, error) {
 // TouchKey records that key id was used at at. The write happens only when
 // the recorded use is older than pipeline.KeyUseGranularity, decided in the
 // statement itself, so that concurrent requests of one key write it once.
+//
+// The request it belongs to is answered whether or not the use is recorded.
+// On SQLite it therefore waits at most touchBusy for the write lock instead
+// of the busy timeout: while a bulk file is staged, which holds the lock for
+// seconds, the first request of each key would otherwise wait the whole
+// busy timeout (10 s) before its answer.
 func (db *DB) TouchKey(ctx context.Context, id string, at time.Time) error {
 	at = at.UTC()
-	_, err := db.bun.NewUpdate().Model((*apiKeyRow)(nil)).Set("last_used_at = ?", at).
-		Where("id = ?", id).
-		WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
-			return q.Where("last_used_at IS NULL").WhereOr("last_used_at <= ?", at.Add(-pipeline.KeyUseGranularity))
-		}).Exec(ctx)
+	touch := func(idb bun.IDB) error {
+		_, err := idb.NewUpdate().Model((*apiKeyRow)(nil)).Set("last_used_at = ?", at).
+			Where("id = ?", id).
+			WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+				return q.Where("last_used_at IS NULL").WhereOr("last_used_at <= ?", at.Add(-pipeline.KeyUseGranularity))
+			}).Exec(ctx)
+		return err
+	}
+	var err error
+	if db.dialect == SQLite {
+		err = db.withBusyTimeout(ctx, touchBusy, func(conn bun.Conn) error { return touch(conn) })
+	} else {
+		err = touch(db.bun)
+	}
 	if err != nil {
 		return fmt.Errorf("record use of key %s: %w", id, busyAsUnavailable(err))
 	}
@@ -104,4 +119,21 @@ func (db *DB) RevokeKey(ctx context.Context, id string, now time.Time) error {
 
 func (db *DB) keyByID(ctx context.Context, id string) (pipeline.APIKey, error) {
 	return getOne[apiKeyRow](ctx, db, "key "+id, "id", id, "key "+id+" not found")
+}
+
+// touchBusy is how long recording a key's use waits for SQLite's write lock.
+const touchBusy = 50 * time.Millisecond
+
+// withBusyTimeout runs fn on a SQLite connection of its own whose busy
+// timeout is d, and gives the connection back with the pool's.
+func (db *DB) withBusyTimeout(ctx context.Context, d time.Duration, fn func(bun.Conn) error) error {
+	conn, err := db.bun.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer restoreConn(conn, fmt.Sprintf("PRAGMA busy_timeout = %d", db.busy.Milliseconds()))
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("PRAGMA busy_timeout = %d", d.Milliseconds())); err != nil {
+		return err
+	}
+	return fn(conn)
 }
