@@ -129,9 +129,6 @@ type BulkOptions struct {
 	MaxProblems      int              // problems kept (all are counted); 0 means 10000
 	MaxDocumentBytes int64            // master-data, forecast and trades files (JSON, CSV) are read whole up to this size; 0 means 64 MiB
 	Alloc            memory.Allocator // Parquet buffers; nil: memory.DefaultAllocator
-	// SkipHash leaves InputHash empty and saves its per-value work, for a
-	// second pass over a file whose hash the first pass computed.
-	SkipHash bool
 }
 
 // Defaults and limits of bulk decoding.
@@ -206,7 +203,7 @@ func DecodeBulk(ctx context.Context, kind BulkKind, in BulkInput, opt BulkOption
 	// A hash abandoned before its sum (an error) still has its goroutine
 	// stopped; an invalid file stops it in bulkRun.stop.
 	defer func() { r.hash.stop() }()
-	if (kind == BulkMetered || kind == BulkProfiles) && !opt.SkipHash {
+	if kind == BulkMetered || kind == BulkProfiles {
 		r.hash = newStreamHash("entries")
 	}
 	if err := ctx.Err(); err != nil {

@@ -160,11 +160,9 @@ func (r *bulkRun) csvMasterData(src io.Reader) error {
 	for i := range m.locs {
 		locations[i] = m.locs[i].Location
 	}
-	if !r.opt.SkipHash {
-		r.hash = newStreamHash("locations")
-		for i := range locations {
-			r.hash.location(&locations[i])
-		}
+	r.hash = newStreamHash("locations")
+	for i := range locations {
+		r.hash.location(&locations[i])
 	}
 	return r.emitWhole(BulkBatch{Locations: locations})
 }

@@ -86,14 +86,12 @@ func (r *bulkRun) csvTrades(src io.Reader) error {
 		}
 		r.add(p)
 	})
-	if r.failed() || r.emit == nil && r.opt.SkipHash {
+	if r.failed() {
 		return nil
 	}
 	// The values take about 8 bytes each in the canonical encoding.
 	canonical := tradeset.CanonicalTrades(set, int(r.res.Values)*8)
-	if !r.opt.SkipHash {
-		r.res.InputHash = ingest.InputHash(canonical)
-	}
+	r.res.InputHash = ingest.InputHash(canonical)
 	return r.emitWhole(BulkBatch{Trades: set, Canonical: canonical})
 }
 

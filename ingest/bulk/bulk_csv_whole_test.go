@@ -154,20 +154,18 @@ func assertCSVAnswersLikeJSON(t *testing.T, kind BulkKind, name string, data []b
 	if jres, err := decode(kind, jsonName, body, BulkOptions{Rules: ingesttest.AllAreas}, nil); err != nil || jres.InputHash != res.InputHash {
 		t.Errorf("JSON file: %v %s", err, jres.InputHash)
 	}
-	// The staging pass emits the API's content in one batch, with or
-	// without the hash.
-	for _, skip := range []bool{false, true} {
-		var batches []BulkBatch
-		res2, err := decode(kind, name, data, BulkOptions{Rules: ingesttest.AllAreas, SkipHash: skip}, func(b BulkBatch) error {
-			batches = append(batches, b)
-			return nil
-		})
-		if err != nil || len(batches) != 1 || !want.isBatch(batches[0]) {
-			t.Fatalf("staging pass (skip hash %v): %v, %d batches", skip, err, len(batches))
-		}
-		if want := map[bool]string{false: want.hash, true: ""}[skip]; res2.InputHash != want {
-			t.Errorf("staging pass (skip hash %v): hash %q", skip, res2.InputHash)
-		}
+	// The staging pass emits the API's content in one batch, with the
+	// API's hash.
+	var batches []BulkBatch
+	res2, err := decode(kind, name, data, BulkOptions{Rules: ingesttest.AllAreas}, func(b BulkBatch) error {
+		batches = append(batches, b)
+		return nil
+	})
+	if err != nil || len(batches) != 1 || !want.isBatch(batches[0]) {
+		t.Fatalf("staging pass: %v, %d batches", err, len(batches))
+	}
+	if res2.InputHash != want.hash {
+		t.Errorf("staging pass: hash %q", res2.InputHash)
 	}
 	withTinyBuffers(t, func() {
 		res3, err := decodeOneByte(kind, name, data, BulkOptions{Rules: ingesttest.AllAreas}, nil)
