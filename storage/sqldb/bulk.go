@@ -41,6 +41,7 @@ type BulkStage struct {
 	inputID   int64       // the file's staging_inputs row, once a batch is written
 	deferred  []stageItem // the items of a table without input_id, for Commit
 	stream    *copyStream // the COPY of a first load on PostgreSQL, once started
+	failed    error       // why a batch failed, after which nothing is written
 }
 
 // BeginBulk starts staging a file of the given staging kind (forecast,
@@ -197,10 +198,23 @@ func (r *streamSource) Values() ([]any, error) { return r.batch[r.next-1], nil }
 
 func (r *streamSource) Err() error { return r.err }
 
-func (s *BulkStage) add(ctx context.Context, items []stageItem) error {
+func (s *BulkStage) add(ctx context.Context, items []stageItem) (err error) {
 	if s.closed {
 		return pipeline.Errorf(pipeline.Conflict, "bulk stage already finished")
 	}
+	if s.failed != nil {
+		return s.failed
+	}
+	// A batch that failed leaves the transaction unusable: PostgreSQL
+	// refuses every statement after it, and on SQLite a violated constraint
+	// has rolled the transaction back (insertRows), after which statements
+	// would run and commit one by one. Nothing more is written, and Commit
+	// refuses.
+	defer func() {
+		if err != nil {
+			s.failed = fmt.Errorf("an earlier batch failed: %w", err)
+		}
+	}()
 	if !s.table.inputByID {
 		s.deferred = append(s.deferred, items...)
 		return nil
@@ -322,6 +336,9 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 	if a.InputHash == "" {
 		return s.res, pipeline.Errorf(pipeline.Invalid, "bulk stage committed without an input hash")
 	}
+	if s.failed != nil {
+		return s.res, fmt.Errorf("commit bulk %s: %w", s.table.name, s.failed)
+	}
 	if len(s.deferred) > 0 {
 		if err := s.write(ctx, stageInput{hash: a.InputHash}, s.deferred); err != nil {
 			return s.res, err
@@ -400,7 +417,14 @@ func (s *BulkStage) Rollback() {
 // would reach the disk only at that checkpoint, and a power cut could lose
 // a file already receipted; FULL makes the staged rows durable when Commit
 // returns, as PostgreSQL's commit does.
-var bulkPragmas = []string{"PRAGMA synchronous = FULL", "PRAGMA wal_autocheckpoint = 0"}
+//
+// It also runs without foreign keys. SQLite checks an immediate key of a
+// multi-row INSERT at the end of the statement, so each such statement
+// keeps a statement journal to undo its rows (see insertRows): 2-3 s of
+// writes of the inbox benchmark's file. Every key of the tables a bulk file
+// writes names its portfolio, which the file checks once instead
+// (lockPortfolios, from BulkStage.noCurrent); portfolios are never deleted.
+var bulkPragmas = []string{"PRAGMA synchronous = FULL", "PRAGMA wal_autocheckpoint = 0", "PRAGMA foreign_keys = OFF"}
 
 // releaseConn gives a bulk file's connection back to the pool, on SQLite
 // after a checkpoint of what the file wrote (checkpoint) and with the
@@ -415,7 +439,7 @@ func releaseConn(db *DB, conn bun.Conn, checkpoint bool) {
 		// hold back is copied by the next checkpoint.
 		_, _ = conn.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
 	}
-	restoreConn(conn, "PRAGMA synchronous = NORMAL", "PRAGMA wal_autocheckpoint = 1000")
+	restoreConn(conn, "PRAGMA synchronous = NORMAL", "PRAGMA wal_autocheckpoint = 1000", "PRAGMA foreign_keys = ON")
 }
 
 // restoreConn runs pragmas that give a SQLite connection the pool's settings

@@ -254,7 +254,7 @@ func (db *DB) stageBatch(ctx context.Context, t stagingTable, batch []*groupReq)
 		}
 		cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
 			append(t.payCols, "received_at", "superseded_at")...)
-		err = db.insertRows(ctx, nil, tx, t.name, cols, len(inserts), func(args []any, i int) []any {
+		err = db.insertRows(ctx, nil, tx, t.name, cols, nil, len(inserts), func(args []any, i int) []any {
 			n := inserts[i]
 			args = append(args, n.r.entry.PortfolioID)
 			for _, k := range n.it.key {

@@ -328,7 +328,7 @@ func TestBulkStageSQLiteSettings(t *testing.T) {
 	seedPortfolio(t, db, "p1")
 	settings := func(when string) {
 		t.Helper()
-		for q, want := range map[string]string{"PRAGMA synchronous": "1", "PRAGMA wal_autocheckpoint": "1000"} {
+		for q, want := range map[string]string{"PRAGMA synchronous": "1", "PRAGMA wal_autocheckpoint": "1000", "PRAGMA foreign_keys": "1"} {
 			if got, err := sqldb.QueryString(ctx, db, q); err != nil || got != want {
 				t.Errorf("%s: %s = %q, %v; want %s", when, q, got, err, want)
 			}
@@ -366,6 +366,52 @@ func TestBulkStageSQLiteSettings(t *testing.T) {
 	}
 	st.Rollback()
 	settings("after a rollback")
+
+	// A violated constraint ends the transaction inside SQLite (INSERT OR
+	// ROLLBACK, insertRows): here a key that a file repeats, which the
+	// decoder refuses before and the unique index of current rows refuses
+	// here, for a portfolio without current versions, whose file looks
+	// none up (BulkStage.noCurrent). The stage fails, nothing of it stays,
+	// and the connection is usable with the pool's settings.
+	seedPortfolio(t, db, "p2")
+	claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/p2/metered-data/b.csv", "e1"), "me", t0, time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("claim = %v, %v", ok, err)
+	}
+	if st, err = db.BeginBulk(ctx, "metered", "p2", t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000002", 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000002", 2)}); err == nil ||
+		!strings.Contains(err.Error(), "UNIQUE constraint failed") {
+		t.Errorf("a repeated key = %v, want a violated unique constraint", err)
+	}
+	// The transaction is gone; nothing after the failed batch may run
+	// outside it: no further batch, and no commit of the file's row or
+	// audit entry.
+	if err := st.Metered(ctx, []pipeline.MeteredEntry{meteredDay("10000000003", 1)}); err == nil {
+		t.Error("a batch after a violated constraint was accepted")
+	}
+	if _, err := st.Commit(ctx, claim.ID, "me", "processed/p2/2026-11-22/b.csv", audit("p2", "file2"),
+		func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil }); err == nil {
+		t.Error("the commit after a violated constraint succeeded")
+	}
+	st.Rollback()
+	settings("after a violated constraint")
+	if n, err := db.CountVersions(ctx, "metered", "p2", false); err != nil || n != 0 {
+		t.Errorf("metered versions = %d, %v; want none", n, err)
+	}
+	if f, err := db.InboxFile(ctx, claim.ID); err != nil || f.State != pipeline.InboxProcessing {
+		t.Errorf("inbox file after the failed stage = %+v, %v; want it still processing", f, err)
+	}
+	if entries, err := db.AuditByHash(ctx, "p2", "file2"); pipeline.KindOf(err) != pipeline.NotFound {
+		t.Errorf("audit entries of the failed file = %+v, %v; want none", entries, err)
+	}
+	if _, err := db.StageMetered(ctx, audit("p2", "api"), []pipeline.MeteredEntry{meteredDay("10000000002", 3)}); err != nil {
+		t.Errorf("staging after the violated constraint: %v", err)
+	}
 }
 
 // openSQLiteFile opens and migrates a SQLite database at path with the

@@ -112,18 +112,31 @@ type stageTx struct {
 	portfolioLocked bool
 }
 
-// lockPortfolios takes, on PostgreSQL, a key-share lock on each portfolio's
-// row until the transaction ends, and fails as NotFound when one does not
-// exist. Writers of the metered and profile versions take it once per
-// transaction instead of the foreign key that PostgreSQL checked per row
-// (migration 20261202000003); SQLite keeps the key.
+// lockPortfolios makes sure that each portfolio exists and stays until the
+// transaction ends, and fails as NotFound when one does not. It takes the
+// place of the foreign key to portfolios where that is not checked per row:
+//   - on PostgreSQL for the metered and profile versions, whose key the
+//     server checked with a query per row (migration 20261202000003); a
+//     key-share lock keeps the row;
+//   - on SQLite for every table a bulk file writes, since its connection
+//     runs without foreign keys (bulkPragmas); the immediate transaction
+//     holds the database's write lock already.
+//
+// Portfolios are never deleted, so one check per transaction is what the
+// key guaranteed.
 func (db *DB) lockPortfolios(ctx context.Context, tx bun.Tx, ids []string) error {
-	if db.dialect != Postgres {
-		return nil
-	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	q := "SELECT id FROM portfolios WHERE id = ANY($1) ORDER BY id FOR KEY SHARE"
+	args := []any{ids}
+	if db.dialect == SQLite {
+		q = "SELECT id FROM portfolios WHERE id IN (" + placeholders(len(ids)) + ") ORDER BY id"
+		args = make([]any, len(ids))
+		for i, id := range ids {
+			args[i] = id
+		}
+	}
 	var found []string
-	rows, err := tx.Tx.QueryContext(ctx, "SELECT id FROM portfolios WHERE id = ANY($1) ORDER BY id FOR KEY SHARE", ids)
+	rows, err := tx.Tx.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("lock portfolios: %w", err)
 	}
@@ -161,7 +174,9 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio s
 	now time.Time, items []stageItem) (pipeline.StageResult, error) {
 	tx, cache := st.tx, st.stmts
 	var res pipeline.StageResult
-	if t.inputByID && !st.portfolioLocked {
+	// SQLite checks the key of these rows itself, except on a bulk file's
+	// connection, which locked the portfolio before (BulkStage.noCurrent).
+	if db.dialect == Postgres && t.inputByID && !st.portfolioLocked {
 		if err := db.lockPortfolios(ctx, tx, []string{portfolio}); err != nil {
 			return res, err
 		}
@@ -269,64 +284,109 @@ func (db *DB) stage(ctx context.Context, st stageTx, t stagingTable, portfolio s
 			return res, fmt.Errorf("supersede %s: %w", t.name, err)
 		}
 	}
-	cols := append(append(append([]string{"portfolio_id"}, t.keyCols...), "version", "content_hash", "input_hash"),
-		append(t.payCols, "received_at")...)
-	var input []any
+	// What differs per row, and what every row shares: the portfolio, the
+	// input, the time. Converting the shared values once matters to a bulk
+	// file, which would otherwise format the time (SQLite stores text) and
+	// box the strings a million times; insertRows writes them into SQLite's
+	// statement as literals (see there).
+	cols := append(append(slices.Clone(t.keyCols), "version", "content_hash"), t.payCols...)
+	shared := []sharedCol{{"portfolio_id", portfolio}, {"input_hash", in.hash}, {"received_at", db.timeArg(now)}}
 	switch {
 	case in.id != 0 && !t.inputByID:
 		return res, fmt.Errorf("%s has no input_id", t.name)
 	case in.id != 0:
-		cols = append(cols, "input_id")
-		input = []any{in.id}
+		shared = append(shared, sharedCol{"input_id", in.id})
 	}
-	// The values every row shares are converted once: formatting the time
-	// (SQLite stores text) and boxing the strings per row cost a bulk file
-	// a million of each.
-	portfolioArg, hashArg, nowArg := any(portfolio), any(in.hash), db.timeArg(now)
 	appendRow := func(row []any, i int) []any {
 		r := inserts[i]
-		row = append(row, portfolioArg)
 		for _, k := range r.it.key {
 			row = append(row, k)
 		}
-		row = append(row, r.version, r.it.hash, hashArg)
-		row = append(row, r.it.payload...)
-		return append(append(row, nowArg), input...)
+		row = append(row, r.version, r.it.hash)
+		return append(row, r.it.payload...)
 	}
 	if st.copy != nil && len(inserts) > 0 {
+		all := slices.Clone(cols)
+		for _, c := range shared {
+			all = append(all, c.name)
+		}
 		rows := make([][]any, len(inserts))
 		for i := range inserts {
-			rows[i] = appendRow(make([]any, 0, len(cols)), i)
+			rows[i] = appendShared(appendRow(make([]any, 0, len(all)), i), shared)
 		}
-		if err := st.copy(ctx, t.name, cols, rows); err != nil {
+		if err := st.copy(ctx, t.name, all, rows); err != nil {
 			return res, fmt.Errorf("copy into %s: %w", t.name, err)
 		}
 		return res, nil
 	}
-	if err := db.insertRows(ctx, cache, tx, t.name, cols, len(inserts), appendRow); err != nil {
+	if err := db.insertRows(ctx, cache, tx, t.name, cols, shared, len(inserts), appendRow); err != nil {
 		return res, err
 	}
 	return res, nil
 }
 
-// insertRows inserts n rows into the columns cols of table in multi-row
-// INSERTs of db.insertChunk() rows; appendRow appends row i's values, one
-// per column, to args. Both the staging of one submission (stage) and that
-// of a group (stageBatch) write their new versions with it.
-func (db *DB) insertRows(ctx context.Context, cache stmtCache, tx bun.Tx, table string, cols []string, n int,
-	appendRow func(args []any, i int) []any) error {
-	rowPH := "(" + placeholders(len(cols)) + ")"
+// sharedCol is a column that has one value for all rows of an insertRows.
+type sharedCol struct {
+	name  string
+	value any
+}
+
+func appendShared(row []any, shared []sharedCol) []any {
+	for _, c := range shared {
+		row = append(row, c.value)
+	}
+	return row
+}
+
+// insertRows inserts n rows into table in multi-row INSERTs of
+// db.insertChunk() rows: appendRow appends row i's values of the columns
+// cols to args, and the columns shared have the same value in every row.
+// Both the staging of one submission (stage) and that of a group
+// (stageBatch) write their new versions with it.
+//
+// On SQLite the shared values are literals in the statement, which a bulk
+// file prepares once: modernc's driver looks each bound parameter up by a
+// scan of all arguments and copies each string into C memory, so the
+// parameters of a statement cost time that grows with their square. With
+// its four shared columns as parameters, binding took 2.4-3.3 s of the
+// inbox benchmark's file, as literals 1.2 s (docs/benchmarks.md, issue 20).
+// PostgreSQL gets them as parameters, since pgx caches statements by their
+// text.
+//
+// SQLite's INSERT is OR ROLLBACK: a multi-row INSERT whose constraint may
+// abort it midway must keep a statement journal to undo its own rows, a
+// copy of each page it touches that the transaction had changed before
+// (2-3 s of writes of the inbox benchmark's file). With OR ROLLBACK a
+// violated constraint ends the whole transaction instead, which every
+// caller rolls back on any error anyway. A foreign key needs the journal
+// too; a bulk file's connection runs without them (bulkPragmas).
+func (db *DB) insertRows(ctx context.Context, cache stmtCache, tx bun.Tx, table string, cols []string, shared []sharedCol,
+	n int, appendRow func(args []any, i int) []any) error {
+	verb, ph := "INSERT", slices.Repeat([]string{"?"}, len(cols))
+	all, perRow := slices.Clone(cols), shared
+	if db.dialect == SQLite {
+		verb, perRow = "INSERT OR ROLLBACK", nil
+	}
+	for _, c := range shared {
+		all = append(all, c.name)
+		if db.dialect == SQLite {
+			ph = append(ph, string(db.bun.QueryGen().Append(nil, c.value)))
+		} else {
+			ph = append(ph, "?")
+		}
+	}
+	rowPH := "(" + strings.Join(ph, ", ") + ")"
 	for start := 0; start < n; start += db.insertChunk() {
 		end := min(start+db.insertChunk(), n)
 		var q strings.Builder
-		fmt.Fprintf(&q, "INSERT INTO %s (%s) VALUES ", table, strings.Join(cols, ", "))
-		args := make([]any, 0, (end-start)*len(cols))
+		fmt.Fprintf(&q, "%s INTO %s (%s) VALUES ", verb, table, strings.Join(all, ", "))
+		args := make([]any, 0, (end-start)*(len(cols)+len(perRow)))
 		for i := start; i < end; i++ {
 			if i > start {
 				q.WriteString(", ")
 			}
 			q.WriteString(rowPH)
-			args = appendRow(args, i)
+			args = appendShared(appendRow(args, i), perRow)
 		}
 		if err := cache.exec(ctx, db, tx, q.String(), args...); err != nil {
 			return fmt.Errorf("insert %s: %w", table, err)

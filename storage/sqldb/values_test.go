@@ -279,9 +279,10 @@ func TestMigrateValuesToPacked(t *testing.T) {
 // TestValuesUnknownPortfolio checks that metered and profile days of a
 // portfolio that does not exist are refused and write nothing, through the
 // API's paths (one submission alone, and a few together in a group commit
-// on PostgreSQL) and through a bulk file. PostgreSQL has no foreign key on
-// these tables but locks the portfolio row (lockPortfolios); SQLite keeps
-// the key.
+// on PostgreSQL) and through a bulk file of each kind. PostgreSQL has no
+// foreign key on these tables but locks the portfolio row (lockPortfolios);
+// SQLite keeps the key, except on a bulk file's connection, which checks
+// the portfolio once instead.
 func TestValuesUnknownPortfolio(t *testing.T) {
 	eachBackend(t, func(t *testing.T, db *sqldb.DB) {
 		ctx := context.Background()
@@ -316,15 +317,52 @@ func TestValuesUnknownPortfolio(t *testing.T) {
 		}
 		refused("a submission beside another", errs[1])
 
-		st, err := db.BeginBulk(ctx, "metered", "nope", t0)
-		if err != nil {
-			t.Fatal(err)
+		// A bulk file checks its portfolio once, on both backends: on
+		// SQLite its connection runs without foreign keys (bulkPragmas).
+		// The kinds written at the commit (forecasts, master data, trades)
+		// are refused there.
+		claim, ok, err := db.ClaimInboxFile(ctx, inboxFile("inbox/nope/x.csv", "e1"), "me", t0, time.Minute)
+		if err != nil || !ok {
+			t.Fatalf("claim = %v, %v", ok, err)
 		}
-		err = st.Metered(ctx, m("01234567893"))
-		st.Rollback()
-		refused("a bulk file's metered day", err)
+		f, canonical := forecast(day, 1)
+		for _, c := range []struct {
+			kind  string
+			stage func(*sqldb.BulkStage) error
+		}{
+			{"metered", func(st *sqldb.BulkStage) error { return st.Metered(ctx, m("01234567893")) }},
+			{"profile", func(st *sqldb.BulkStage) error {
+				return st.Profiles(ctx, []pipeline.ProfileEntry{{MGA: "M", Profile: "H25", Day: day, ValuesKWh: []float64{1}}})
+			}},
+			{"forecast", func(st *sqldb.BulkStage) error {
+				if err := st.Forecast(ctx, f, canonical); err != nil {
+					return err
+				}
+				_, err := st.Commit(ctx, claim.ID, "me", "processed/nope/x.csv", audit("nope", "d"),
+					func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+				return err
+			}},
+			{"location", func(st *sqldb.BulkStage) error {
+				if err := st.Locations(ctx, []pipeline.Location{location("01234567890", "MGA1", 1000)}); err != nil {
+					return err
+				}
+				_, err := st.Commit(ctx, claim.ID, "me", "processed/nope/x.csv", audit("nope", "e"),
+					func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+				return err
+			}},
+		} {
+			st, err := db.BeginBulk(ctx, c.kind, "nope", t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.stage(st)
+			st.Rollback()
+			if pipeline.KindOf(err) != pipeline.NotFound {
+				t.Errorf("a bulk file's %s for an unknown portfolio: %v, want not found", c.kind, err)
+			}
+		}
 
-		for _, kind := range []string{"metered", "profile"} {
+		for _, kind := range []string{"metered", "profile", "forecast", "location"} {
 			if n, err := db.CountVersions(ctx, kind, "nope", false); err != nil || n != 0 {
 				t.Errorf("%s versions of the unknown portfolio = %d, %v", kind, n, err)
 			}
