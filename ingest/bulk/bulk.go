@@ -391,9 +391,9 @@ type bulkRun struct {
 	vals     []float64 // scratch values of one CSV row or Parquet row
 	text     []byte    // the canonical JSON of a CSV row's values
 
-	// Duplicate detection: key -> where the first occurrence is (entry
-	// index, CSV line or Parquet row).
-	seen map[uint64]int32
+	// Duplicate detection: each key and where it first came (entry index,
+	// CSV line or Parquet row).
+	seen keySet
 	// pairs interns valid (mga, profile) pairs of a profiles file.
 	pairs     map[string]uint32
 	pairNames [][2]string
@@ -510,14 +510,8 @@ func (r *bulkRun) meteredEntry(e pipeline.MeteredEntry, o origin, owned bool, te
 	if want := r.days.Of(e.Day); len(e.Values) != want {
 		r.business(o, fmt.Sprintf("%s (%s, %s): %d intervals, expected %d", r.label(r.ref(o)), e.Malo, e.Day, len(e.Values), want))
 	}
-	if r.seen == nil {
-		r.seen = make(map[uint64]int32)
-	}
-	k := maloKey(e.Malo)<<22 | dayKey(e.Day)
-	if first, dup := r.seen[k]; dup {
+	if first, dup := r.seen.add(maloKey(e.Malo)<<22|dayKey(e.Day), int32(r.ref(o))); dup {
 		r.business(o, fmt.Sprintf("%s (%s, %s): duplicate of %s", r.label(r.ref(o)), e.Malo, e.Day, r.label(int(first))))
-	} else {
-		r.seen[k] = int32(r.ref(o))
 	}
 	if r.failed() {
 		return nil
@@ -542,14 +536,8 @@ func (r *bulkRun) profileEntry(e pipeline.ProfileEntry, pair uint32, o origin, o
 	if want := r.days.Of(e.Day); len(e.ValuesKWh) != want {
 		r.business(o, fmt.Sprintf("%s (%s/%s, %s): %d intervals, expected %d", r.label(r.ref(o)), e.MGA, e.Profile, e.Day, len(e.ValuesKWh), want))
 	}
-	if r.seen == nil {
-		r.seen = make(map[uint64]int32)
-	}
-	k := uint64(pair)<<22 | dayKey(e.Day)
-	if first, dup := r.seen[k]; dup {
+	if first, dup := r.seen.add(uint64(pair)<<22|dayKey(e.Day), int32(r.ref(o))); dup {
 		r.business(o, fmt.Sprintf("%s (%s/%s, %s): duplicate of %s", r.label(r.ref(o)), e.MGA, e.Profile, e.Day, r.label(int(first))))
-	} else {
-		r.seen[k] = int32(r.ref(o))
 	}
 	if r.failed() {
 		return nil

@@ -1,0 +1,42 @@
+package bulk
+
+// keySet finds the entries of a file that repeat the key of an earlier one
+// (a MaLo or a profile, and a day, as one number), and where that earlier
+// one is.
+//
+// Files are mostly written in the order of their keys. As long as each key
+// is greater than the one before, no key can repeat, and the keys are only
+// appended to a slice; the first key out of order moves them into a map,
+// which checks every key after it. A map from the start took 0.64 s of the
+// one pass over the inbox benchmark's file of 1,000,000 rows, most of it in
+// cache misses (docs/benchmarks.md, issue 20), and twice the memory.
+type keySet struct {
+	inOrder []keyRef         // the keys so far, ascending, until one is not
+	byKey   map[uint64]int32 // key -> where it first came, from then on
+}
+
+type keyRef struct {
+	key uint64
+	ref int32
+}
+
+// add records that the entry at ref has key k. When an earlier entry had
+// the same key, it records nothing and returns that entry's ref.
+func (s *keySet) add(k uint64, ref int32) (first int32, repeated bool) {
+	if s.byKey == nil {
+		if n := len(s.inOrder); n == 0 || s.inOrder[n-1].key < k {
+			s.inOrder = append(s.inOrder, keyRef{k, ref})
+			return 0, false
+		}
+		s.byKey = make(map[uint64]int32, 2*len(s.inOrder))
+		for _, e := range s.inOrder {
+			s.byKey[e.key] = e.ref
+		}
+		s.inOrder = nil
+	}
+	if first, ok := s.byKey[k]; ok {
+		return first, true
+	}
+	s.byKey[k] = ref
+	return 0, false
+}
