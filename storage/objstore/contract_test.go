@@ -414,6 +414,22 @@ func testMove(t *testing.T, b objstore.Bucket, _ backend) {
 		t.Error("Move to a new directory lost the content")
 	}
 
+	// A large object: S3 copies it in parts side by side (copyPartSize,
+	// which the tests set to 10 MiB), which must give the same bytes.
+	large := randomBytes(8, 24<<20+12345)
+	put(t, b, "mv/large", large)
+	if err := b.Move(ctx, "mv/large", "moved/large"); err != nil {
+		t.Fatalf("Move of a large object: %v", err)
+	}
+	if got := get(t, b, "moved/large"); !bytes.Equal(got, large) {
+		t.Errorf("Move of a large object gave %d bytes, not the %d moved", len(got), len(large))
+	}
+	_, err = b.Stat(ctx, "mv/large")
+	checkNotFound(t, "Stat of the large moved source", err)
+	if err := b.Delete(ctx, "moved/large"); err != nil {
+		t.Fatal(err)
+	}
+
 	// Onto itself: nothing changes, nothing is lost.
 	if err := b.Move(ctx, "moved/deep/er/x", "moved/deep/er/x"); err != nil {
 		t.Fatalf("Move onto itself: %v", err)

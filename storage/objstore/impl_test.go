@@ -198,6 +198,16 @@ func TestS3Specifics(t *testing.T) {
 			if rest, err := io.ReadAll(obj); err != nil || string(rest) != "456789" {
 				t.Errorf("read after Seek = %q, %v", rest, err)
 			}
+
+			// A Move of at least two parts (copyPartSize) is a multipart
+			// copy, whose ETag names its parts: 24 MiB in 3 parts here.
+			put(t, b, "big/src", randomBytes(9, 24<<20))
+			if err := b.Move(ctx, "big/src", "big/dst"); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := b.Stat(ctx, "big/dst"); err != nil || !strings.HasSuffix(strings.Trim(info.ETag, `"`), "-3") {
+				t.Errorf("large moved object = %+v, %v; want the ETag of a copy in 3 parts", info, err)
+			}
 		})
 	}
 
