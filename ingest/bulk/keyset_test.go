@@ -22,6 +22,8 @@ func TestKeySet(t *testing.T) {
 		{"by day, then by location", []uint64{10, 20, 30, 11, 21, 31, 20, 12}, []string{"6:1"}},
 		{"repeats after the move", []uint64{3, 4, 1, 1, 4, 3, 2}, []string{"3:2", "4:1", "5:0"}},
 		{"a repeat found in order is not recorded", []uint64{1, 1, 0, 1}, []string{"1:0", "3:0"}},
+		{"over several blocks, then a repeat from the second", append(ascending(3*keyBlock+5), 2*(keyBlock+7)),
+			[]string{fmt.Sprintf("%d:%d", 3*keyBlock+5, keyBlock+7)}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s keySet
@@ -36,4 +38,14 @@ func TestKeySet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ascending returns the keys 0, 2, 4, ... of n entries, so that key 2i is
+// entry i's.
+func ascending(n int) []uint64 {
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = uint64(2 * i)
+	}
+	return keys
 }

@@ -64,10 +64,13 @@ type stageItem struct {
 // (SQLite: 32766 host parameters, PostgreSQL: 65535). The SQLite driver binds
 // parameters in time that grows faster than their number (modernc's bind
 // looks each parameter up by a scan of the arguments), so SQLite gets
-// smaller statements: 32 rows of 9 parameters. With 64 rows a bulk file took
-// about 10% more CPU time (storage/sqldb BenchmarkBulkStageMetered: 2.02 s
-// against 1.78-1.91 s per 50,000 metered days; 16 rows gave 1.70-1.93 s,
-// and 4 rows lost more to the statements than they won in binding).
+// smaller statements: 32 rows of 6 to 9 parameters. With 64 rows a bulk file
+// took about 10% more CPU time (storage/sqldb BenchmarkBulkStageMetered:
+// 2.02 s against 1.78-1.91 s per 50,000 metered days; 16 rows gave
+// 1.70-1.93 s, and 4 rows lost more to the statements than they won in
+// binding). Once the columns every row shares were literals (insertRows),
+// 64 rows were no faster in the inbox benchmark (13.0-13.3 s against
+// 12.9-13.8 s) and 128 slower (14.6-14.7 s).
 const (
 	lookupChunk       = 100
 	insertChunk       = 500
@@ -375,20 +378,25 @@ func (db *DB) insertRows(ctx context.Context, cache stmtCache, tx bun.Tx, table 
 			ph = append(ph, "?")
 		}
 	}
+	head := fmt.Sprintf("%s INTO %s (%s) VALUES ", verb, table, strings.Join(all, ", "))
 	rowPH := "(" + strings.Join(ph, ", ") + ")"
+	// The text of a full chunk is written once: a bulk file runs it tens of
+	// thousands of times.
+	var full string
 	for start := 0; start < n; start += db.insertChunk() {
 		end := min(start+db.insertChunk(), n)
-		var q strings.Builder
-		fmt.Fprintf(&q, "%s INTO %s (%s) VALUES ", verb, table, strings.Join(all, ", "))
+		q := full
+		if q == "" || end-start < db.insertChunk() {
+			q = head + strings.Repeat(rowPH+", ", end-start-1) + rowPH
+		}
+		if end-start == db.insertChunk() {
+			full = q
+		}
 		args := make([]any, 0, (end-start)*(len(cols)+len(perRow)))
 		for i := start; i < end; i++ {
-			if i > start {
-				q.WriteString(", ")
-			}
-			q.WriteString(rowPH)
 			args = appendShared(appendRow(args, i), perRow)
 		}
-		if err := cache.exec(ctx, db, tx, q.String(), args...); err != nil {
+		if err := cache.exec(ctx, db, tx, q, args...); err != nil {
 			return fmt.Errorf("insert %s: %w", table, err)
 		}
 	}
