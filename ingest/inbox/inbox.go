@@ -782,9 +782,9 @@ type pendingBatch struct {
 
 // stageOverlapped runs decode, which emits batches, and stages each batch on a
 // second goroutine, so that decoding the next batch overlaps the database
-// write of the previous one. A Stager that is a preparer has the part of the
-// staging that needs no database done on the decoder's goroutine, so that the
-// staging goroutine, the slower side, only writes. Batches belong to their
+// write of the previous one. A Stager that is a preparer decides which part
+// of the staging, if any, is done on the decoder's goroutine (SQLite's
+// engine writes on the staging goroutine, which is the slower side there). Batches belong to their
 // receiver once emitted (ingest.BulkBatch), and at most two wait between the
 // two sides. A staging failure stops the decoder; it is the error returned.
 func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(bulk.BulkBatch) error) error) error {

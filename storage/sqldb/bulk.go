@@ -288,13 +288,26 @@ func (s *BulkStage) Metered(ctx context.Context, entries []pipeline.MeteredEntry
 // SQLite) and returns the write that remains, so that a caller that decodes
 // on one goroutine and writes on another can do this part on the first
 // (the inbox does: ingest/inbox stageOverlapped).
+//
+// On PostgreSQL it does nothing and leaves all of it to the write: the
+// server does the writing, in processes of its own, and the writing
+// goroutine only hands the rows to the COPY, while the decoding one was the
+// slower side. Hashing and packing on the writing goroutine took the inbox
+// benchmark's file from 10.6-14.5 s to 10.1-11.4 s (docs/benchmarks.md,
+// issue 20).
 func (s *BulkStage) PrepareMetered(entries []pipeline.MeteredEntry) func(context.Context) error {
+	if s.db.dialect == Postgres {
+		return func(ctx context.Context) error { return s.Metered(ctx, entries) }
+	}
 	items := meteredItems(entries)
 	return func(ctx context.Context) error { return s.add(ctx, items) }
 }
 
 // PrepareProfiles is PrepareMetered for profile days.
 func (s *BulkStage) PrepareProfiles(entries []pipeline.ProfileEntry) func(context.Context) error {
+	if s.db.dialect == Postgres {
+		return func(ctx context.Context) error { return s.Profiles(ctx, entries) }
+	}
 	items := profileItems(entries)
 	return func(ctx context.Context) error { return s.add(ctx, items) }
 }
