@@ -6,7 +6,7 @@ package bulk
 //
 // Files are mostly written in the order of their keys. As long as each key
 // is greater than the one before, no key can repeat, and the keys are only
-// appended to a slice; the first key out of order moves them into a map,
+// kept in order; the first key out of order moves them into a map,
 // which checks every key after it. A map from the start took 0.64 s of the
 // one pass over the inbox benchmark's file of 1,000,000 rows, most of it in
 // cache misses (docs/benchmarks.md, issue 20), and twice the memory.
