@@ -349,6 +349,15 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 	if a.InputHash == "" {
 		return s.res, pipeline.Errorf(pipeline.Invalid, "bulk stage committed without an input hash")
 	}
+	// Commit ends the stage either way: a transaction in which any of the
+	// steps below failed must not be committed by a second call.
+	s.closed = true
+	committed := false
+	defer func() {
+		if !committed {
+			s.abandon()
+		}
+	}()
 	if s.failed != nil {
 		return s.res, fmt.Errorf("commit bulk %s: %w", s.table.name, s.failed)
 	}
@@ -356,21 +365,12 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 		if err := s.write(ctx, stageInput{hash: a.InputHash}, s.deferred); err != nil {
 			return s.res, err
 		}
-		s.deferred = nil
 	}
 	if s.stream != nil {
 		if err := s.stream.end(); err != nil {
 			return s.res, fmt.Errorf("copy into %s: %w", s.table.name, err)
 		}
 	}
-	s.closed = true
-	committed := false
-	defer func() {
-		if !committed {
-			_ = s.tx.tx.Rollback()
-			releaseConn(s.db, s.conn, false)
-		}
-	}()
 	if s.inputID != 0 {
 		if _, err := s.tx.tx.ExecContext(ctx, "UPDATE staging_inputs SET input_hash = ? WHERE id = ?", a.InputHash, s.inputID); err != nil {
 			return s.res, fmt.Errorf("bulk stage %s: record the input hash: %w", s.table.name, err)
@@ -412,13 +412,19 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 // Rollback abandons the staging; safe to call after Commit.
 func (s *BulkStage) Rollback() {
 	if !s.closed {
-		if s.stream != nil {
-			s.stream.abort()
-		}
 		s.closed = true
-		_ = s.tx.tx.Rollback()
-		releaseConn(s.db, s.conn, false)
+		s.abandon()
 	}
+}
+
+// abandon stops the COPY, if one runs, rolls the transaction back and gives
+// the connection back.
+func (s *BulkStage) abandon() {
+	if s.stream != nil {
+		s.stream.abort()
+	}
+	_ = s.tx.tx.Rollback()
+	releaseConn(s.db, s.conn, false)
 }
 
 // On SQLite a bulk file's connection commits with synchronous=FULL, which

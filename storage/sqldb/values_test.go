@@ -326,42 +326,47 @@ func TestValuesUnknownPortfolio(t *testing.T) {
 			t.Fatalf("claim = %v, %v", ok, err)
 		}
 		f, canonical := forecast(day, 1)
+		commit := func(st *sqldb.BulkStage) error {
+			_, err := st.Commit(ctx, claim.ID, "me", "processed/nope/x.csv", audit("nope", "d"),
+				func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
+			return err
+		}
 		for _, c := range []struct {
-			kind  string
-			stage func(*sqldb.BulkStage) error
+			kind     string
+			stage    func(*sqldb.BulkStage) error
+			atCommit bool // the kind is written at the commit
 		}{
-			{"metered", func(st *sqldb.BulkStage) error { return st.Metered(ctx, m("01234567893")) }},
+			{"metered", func(st *sqldb.BulkStage) error { return st.Metered(ctx, m("01234567893")) }, false},
 			{"profile", func(st *sqldb.BulkStage) error {
 				return st.Profiles(ctx, []pipeline.ProfileEntry{{MGA: "M", Profile: "H25", Day: day, ValuesKWh: []float64{1}}})
-			}},
-			{"forecast", func(st *sqldb.BulkStage) error {
-				if err := st.Forecast(ctx, f, canonical); err != nil {
-					return err
-				}
-				_, err := st.Commit(ctx, claim.ID, "me", "processed/nope/x.csv", audit("nope", "d"),
-					func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
-				return err
-			}},
+			}, false},
+			{"forecast", func(st *sqldb.BulkStage) error { return st.Forecast(ctx, f, canonical) }, true},
 			{"location", func(st *sqldb.BulkStage) error {
-				if err := st.Locations(ctx, []pipeline.Location{location("01234567890", "MGA1", 1000)}); err != nil {
-					return err
-				}
-				_, err := st.Commit(ctx, claim.ID, "me", "processed/nope/x.csv", audit("nope", "e"),
-					func(pipeline.StageResult) ([]byte, error) { return []byte(`{}`), nil })
-				return err
-			}},
+				return st.Locations(ctx, []pipeline.Location{location("01234567890", "MGA1", 1000)})
+			}, true},
 		} {
 			st, err := db.BeginBulk(ctx, c.kind, "nope", t0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = c.stage(st)
-			st.Rollback()
+			if c.atCommit && err == nil {
+				err = commit(st)
+			}
 			if pipeline.KindOf(err) != pipeline.NotFound {
 				t.Errorf("a bulk file's %s for an unknown portfolio: %v, want not found", c.kind, err)
 			}
+			// Nothing commits after a failure: a failed batch is named
+			// again, and a failed commit has ended the stage.
+			want := pipeline.NotFound
+			if c.atCommit {
+				want = pipeline.Conflict
+			}
+			if err := commit(st); pipeline.KindOf(err) != want {
+				t.Errorf("a commit after the failed %s: %v, want %s", c.kind, err, want)
+			}
+			st.Rollback()
 		}
-
 		for _, kind := range []string{"metered", "profile", "forecast", "location"} {
 			if n, err := db.CountVersions(ctx, kind, "nope", false); err != nil || n != 0 {
 				t.Errorf("%s versions of the unknown portfolio = %d, %v", kind, n, err)
