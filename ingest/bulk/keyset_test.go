@@ -49,3 +49,36 @@ func ascending(n int) []uint64 {
 	}
 	return keys
 }
+
+// BenchmarkKeySet checks a million keys in the order of the inbox
+// benchmark's file (ten days of each MaLo) for repeats, against the map
+// alone that the decoder used before.
+func BenchmarkKeySet(b *testing.B) {
+	keys := make([]uint64, 1_000_000)
+	for i := range keys {
+		keys[i] = maloKey(fmt.Sprintf("%011d", 10000000000+i/10))<<22 | uint64(i%10)
+	}
+	b.Run("keySet", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			var s keySet
+			for i, k := range keys {
+				if _, dup := s.add(k, int32(i)); dup {
+					b.Fatal("repeat")
+				}
+			}
+		}
+	})
+	b.Run("map", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			seen := make(map[uint64]int32)
+			for i, k := range keys {
+				if _, dup := seen[k]; dup {
+					b.Fatal("repeat")
+				}
+				seen[k] = int32(i)
+			}
+		}
+	})
+}
