@@ -784,9 +784,10 @@ type pendingBatch struct {
 // second goroutine, so that decoding the next batch overlaps the database
 // write of the previous one. A Stager that is a preparer decides which part
 // of the staging, if any, is done on the decoder's goroutine (SQLite's
-// engine writes on the staging goroutine, which is the slower side there). Batches belong to their
-// receiver once emitted (ingest.BulkBatch), and at most two wait between the
-// two sides. A staging failure stops the decoder; it is the error returned.
+// engine writes on the staging goroutine, which is the slower side there).
+// Batches belong to their receiver once emitted (ingest.BulkBatch), and at
+// most two wait between the two sides. A staging failure stops the decoder;
+// it is the error returned.
 func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(bulk.BulkBatch) error) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
