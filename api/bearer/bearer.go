@@ -229,20 +229,35 @@ func (v *Verifier) verify(ctx context.Context, raw string) (Token, error) {
 	algHdr, _ := hdr.Algorithm()
 	alg, ok := acceptedAlgs[algHdr.String()]
 	if !ok {
-		return Token{}, invalid("algorithm %q is not accepted; use RS256, PS256, ES256 or EdDSA", algHdr.String())
+		return Token{}, invalid("algorithm %q is not accepted; use RS256, PS256, ES256 or EdDSA", pipeline.Clip(algHdr.String()))
 	}
 	typ, _ := hdr.Type()
 	if t := strings.ToLower(typ); t != "at+jwt" && t != "application/at+jwt" {
-		return Token{}, invalid("header typ %q is not at+jwt (RFC 9068)", typ)
+		return Token{}, invalid("header typ %q is not at+jwt (RFC 9068)", pipeline.Clip(typ))
 	}
 	// The issuer decides which keys and audience apply, so it is read
 	// before the signature is checked; nothing else of the unverified
 	// payload is used.
 	var unverified struct {
-		Iss string `json:"iss"`
+		Iss string          `json:"iss"`
+		Exp json.RawMessage `json:"exp"`
+		Nbf json.RawMessage `json:"nbf"`
+		Iat json.RawMessage `json:"iat"`
 	}
 	if err := json.Unmarshal(msg.Payload(), &unverified); err != nil {
 		return Token{}, invalid("payload is not a JSON object of claims")
+	}
+	// RFC 7519 makes the time claims JSON numbers. jwx also reads a string
+	// of digits or an RFC 3339 time, and its pedantic switch is global and
+	// still takes the digits; an issuer that sends strings is refused here,
+	// before its keys are looked at.
+	for _, c := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"exp", unverified.Exp}, {"nbf", unverified.Nbf}, {"iat", unverified.Iat}} {
+		if len(c.raw) > 0 && !isNumber(c.raw) {
+			return Token{}, invalid("claim %q must be a JSON number of seconds (RFC 7519 NumericDate)", c.name)
+		}
 	}
 	if unverified.Iss == "" {
 		return Token{}, invalid(`required claim "iss" is missing`)
@@ -250,11 +265,11 @@ func (v *Verifier) verify(ctx context.Context, raw string) (Token, error) {
 	iss, err := v.issuer(ctx, unverified.Iss)
 	switch {
 	case pipeline.KindOf(err) == pipeline.NotFound:
-		return Token{}, invalid("issuer %q is not registered", unverified.Iss)
+		return Token{}, invalid("issuer %q is not registered", pipeline.Clip(unverified.Iss))
 	case err != nil:
 		return Token{}, fmt.Errorf("look up issuer: %w", err)
 	case iss.Removed():
-		return Token{}, invalid("issuer %q has been removed", unverified.Iss)
+		return Token{}, invalid("issuer %q has been removed", pipeline.Clip(unverified.Iss))
 	}
 	kid, _ := hdr.KeyID()
 	key, err := v.key(ctx, iss, kid, alg)
@@ -350,13 +365,22 @@ func (v *Verifier) key(ctx context.Context, iss pipeline.TokenIssuer, kid string
 	if k, ok := pick(set, kid, alg); ok {
 		return k, nil
 	}
+	// A key the set holds under the kid, but for another algorithm or
+	// another use, is no matter of rotation: a fetch would find the same
+	// key, and would spend the refresh budget that a real rotation needs.
+	if k, ok := set.LookupKeyID(kid); ok && kid != "" {
+		if a, ok := k.Algorithm(); ok && a.String() != alg.String() {
+			return nil, invalid("key id %q is published for algorithm %s, and the token is signed with %s", pipeline.Clip(kid), a.String(), alg.String())
+		}
+		return nil, invalid("key id %q is not published for signatures", pipeline.Clip(kid))
+	}
 	fresh, err := v.fetch(ctx, iss, func(set jwk.Set) bool { _, ok := pick(set, kid, alg); return ok })
 	if err == nil {
 		if k, ok := pick(fresh, kid, alg); ok {
 			return k, nil
 		}
 	}
-	return nil, invalid("key id %q is not in the issuer's key set", kid)
+	return nil, invalid("key id %q is not in the issuer's key set", pipeline.Clip(kid))
 }
 
 // pick chooses the key a token names. Without a kid, the set must hold
@@ -388,6 +412,12 @@ func pick(set jwk.Set, kid string, alg jwa.SignatureAlgorithm) (jwk.Key, bool) {
 		}
 	}
 	return found, found != nil
+}
+
+// isNumber reports whether raw, a value of a payload that decoded as
+// JSON, is a number: only numbers begin with a minus or a digit.
+func isNumber(raw json.RawMessage) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
 // keySet returns the cached key set of an issuer, fetching it on first

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -235,6 +236,17 @@ func TestVerify(t *testing.T) {
 		{"missing iat", func() string { return sign(t, with("iat", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
 		{"missing exp", func() string { return sign(t, with("exp", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "required claim is missing"},
 		{"missing aud", func() string { return sign(t, with("aud", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, "" + "audience"},
+		{"exp as a string", func() string {
+			return sign(t, with("exp", strconv.FormatInt(t0.Add(5*time.Minute).Unix(), 10)), jwa.RS256(), rsKey, "at+jwt")
+		}, 0, `"exp" must be a JSON number`},
+		{"nbf as an RFC 3339 time", func() string { return sign(t, with("nbf", t0.Format(time.RFC3339)), jwa.RS256(), rsKey, "at+jwt") }, 0, `"nbf" must be a JSON number`},
+		{"iat as a string", func() string {
+			return sign(t, with("iat", strconv.FormatInt(t0.Unix(), 10)), jwa.RS256(), rsKey, "at+jwt")
+		}, 0, `"iat" must be a JSON number`},
+		{"exp null", func() string { return sign(t, with("exp", json.RawMessage("null")), jwa.RS256(), rsKey, "at+jwt") }, 0, `"exp" must be a JSON number`},
+		{"fractional exp", func() string {
+			return sign(t, with("exp", float64(t0.Add(5*time.Minute).Unix())+0.5), jwa.RS256(), rsKey, "at+jwt")
+		}, 0, ""},
 		{"missing iss", func() string { return sign(t, with("iss", nil), jwa.RS256(), rsKey, "at+jwt") }, 0, `"iss" is missing`},
 		{"unregistered issuer", func() string { return sign(t, claims(other.url()), jwa.RS256(), otherKey, "at+jwt") }, 0, "is not registered"},
 		{"foreign key, same kid", func() string { return sign(t, claims(is.url()), jwa.RS256(), otherKey, "at+jwt") }, 0, "signature does not verify"},
@@ -384,6 +396,59 @@ func TestKeysUnavailable(t *testing.T) {
 	is.down.Store(true)
 	if _, err := v.Verify(ctx, tok); err != nil {
 		t.Fatalf("issuer down, keys cached: %v", err)
+	}
+}
+
+// TestAlgorithmMismatch: a token whose kid names a key published for
+// another algorithm is refused as such, without a fetch of the key set, so
+// that it spends none of the refresh budget a real rotation needs.
+func TestAlgorithmMismatch(t *testing.T) {
+	f := oneKey(t, jwa.RS256(), bearer.Config{})
+	is, k1, c, v := f.is, f.key, f.c, f.v
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k1, "at+jwt")); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(31 * time.Second) // the refresh budget is full again
+	n := is.fetches.Load()
+	ps := sign(t, claims(is.url()), jwa.PS256(), relabel(t, k1, "k1", jwa.PS256()), "at+jwt")
+	_, err := v.Verify(ctx, ps)
+	if pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), `key id "k1" is published for algorithm RS256, and the token is signed with PS256`) {
+		t.Fatalf("PS256 with an RS256 key: %v", err)
+	}
+	if got := is.fetches.Load(); got != n {
+		t.Errorf("the mismatch fetched the key set %d times", got-n)
+	}
+	// The budget is intact: a key rotated in now is fetched at once.
+	k2 := is.addKey(t, jwa.RS256(), "k2")
+	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k2, "at+jwt")); err != nil {
+		t.Fatalf("rotated key after the mismatch: %v", err)
+	}
+}
+
+// TestQuotedValuesCapped: a refusal quotes what the client sent (issuer,
+// key id, typ) at most pipeline.MaxQuoted bytes of it, so that neither
+// the answer nor the audit trail grows with the header. (An unknown alg
+// does not get that far: jws refuses it as malformed.)
+func TestQuotedValuesCapped(t *testing.T) {
+	f := oneKey(t, jwa.RS256(), bearer.Config{})
+	is, k1, v := f.is, f.key, f.v
+	long := strings.Repeat("ä", 100_000)
+	for _, tc := range []struct {
+		name  string
+		token string
+	}{
+		{"iss", sign(t, claims("https://"+long), jwa.RS256(), k1, "at+jwt")},
+		{"kid", sign(t, claims(is.url()), jwa.RS256(), relabel(t, k1, long, jwa.SignatureAlgorithm{}), "at+jwt")},
+		{"typ", sign(t, claims(is.url()), jwa.RS256(), k1, long)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := v.Verify(context.Background(), tc.token)
+			msg := pipeline.MessageOf(err)
+			if pipeline.KindOf(err) != pipeline.Unauthorized || len(msg) > 400 || !strings.Contains(msg, "ää…") {
+				t.Fatalf("%d bytes: %.300s", len(msg), msg)
+			}
+		})
 	}
 }
 
