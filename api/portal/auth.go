@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedbridge/schedbridge/api/requestid"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/portal"
 )
@@ -285,6 +287,9 @@ func (h *Handler) nativeExchange(c *gin.Context) {
 	u, err := h.ssoUser(ctx, id)
 	if err != nil {
 		h.fail(c, err)
+		if errors.Is(err, errUnverified) {
+			h.auditUnverified(c, id, err)
+		}
 		return
 	}
 	if _, err := h.login(c, u, portal.MethodSSO, portal.ClientMobile, false); err != nil {
@@ -306,9 +311,20 @@ func validVerifier(v string) bool {
 	return true
 }
 
+// errUnverified marks the refusal of an identity whose e-mail address the
+// provider has not verified.
+var errUnverified = errors.New("unverified e-mail address")
+
 // ssoUser finds the user of a verified identity: by issuer and subject; else,
 // once, by an e-mail address the provider verified, linking the subject to
 // the user HR registered; else a new user without an employee record.
+//
+// An address the provider has not verified neither links nor creates a
+// user: anyone at the provider could assert it, and the stored address is
+// what the operator list and HR's records are matched on. Such a sign-in is
+// refused (pipeline.Forbidden wrapping errUnverified) before anything is
+// stored. A user already linked to the subject is found without the check:
+// the subject, not the address, identifies them.
 func (h *Handler) ssoUser(ctx context.Context, id Identity) (portal.User, error) {
 	u, err := h.store.UserBySSO(ctx, id.Issuer, id.Subject)
 	if err == nil || pipeline.KindOf(err) != pipeline.NotFound {
@@ -318,10 +334,14 @@ func (h *Handler) ssoUser(ctx context.Context, id Identity) (portal.User, error)
 	if err != nil {
 		return portal.User{}, pipeline.Errorf(pipeline.Forbidden, "the identity provider asserted no usable e-mail address")
 	}
+	if !id.EmailVerified {
+		return portal.User{}, &pipeline.Error{Kind: pipeline.Forbidden, Err: errUnverified,
+			Message: "the identity provider has not verified the e-mail address " + email + "; verify it there and sign in again"}
+	}
 	now := h.now()
 	u, err = h.store.UserByEmail(ctx, email)
 	switch {
-	case err == nil && id.EmailVerified && u.SSOSubject == "":
+	case err == nil && u.SSOSubject == "":
 		if err := h.store.LinkSSO(ctx, u.ID, id.Issuer, id.Subject, now); err != nil {
 			return portal.User{}, err
 		}
@@ -347,4 +367,26 @@ func (h *Handler) ssoUser(ctx context.Context, id Identity) (portal.User, error)
 		return portal.User{}, err
 	}
 	return u, nil
+}
+
+// auditUnverified records a sign-in refused for an unverified address once
+// it has been answered: a warning in the log and an entry in the audit
+// trail with the answer's status, the asserted address and the subject, so
+// that an attempt to take over a listed address is seen.
+func (h *Handler) auditUnverified(c *gin.Context, id Identity, err error) {
+	ctx := c.Request.Context()
+	subject := pipeline.Clip(id.Subject)
+	h.log.WarnContext(ctx, "portal: SSO sign-in refused, e-mail address not verified by the identity provider",
+		slog.String("issuer", id.Issuer), slog.String("subject", subject), slog.String("email", pipeline.Clip(id.Email)))
+	if h.cfg.Audit == nil {
+		return
+	}
+	a := &pipeline.AuditEntry{ReceivedAt: h.now().UTC(), Endpoint: c.Request.Method + " " + c.FullPath(),
+		Outcome: "sso_unverified_email", StatusCode: c.Writer.Status(), RequestID: requestid.From(ctx),
+		Detail: fmt.Sprintf("single sign-on refused: %s (issuer %s, subject %q)", pipeline.MessageOf(err), id.Issuer, subject)}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := h.cfg.Audit.RecordAudit(actx, a); err != nil {
+		h.log.ErrorContext(actx, "portal: recording the refused sign-in in the audit trail failed", slog.Any("err", err))
+	}
 }

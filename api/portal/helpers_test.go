@@ -103,14 +103,20 @@ func listen(t *testing.T) net.Listener {
 	return ln
 }
 
-func newEnv(t *testing.T, d sqldb.Dialect, ln net.Listener, idp *portaltest.IdP, mail *portaltest.MailDev, insecure bool) *env {
+// newEnv starts the server; opts change the relying party's configuration.
+func newEnv(t *testing.T, d sqldb.Dialect, ln net.Listener, idp *portaltest.IdP, mail *portaltest.MailDev, insecure bool,
+	opts ...func(*portalapi.OIDCConfig)) *env {
 	t.Helper()
 	db := sqltest.Open(t, d)
 	e := &env{t: t, db: db, clock: clocktest.New(time.Date(2026, 11, 23, 9, 0, 0, 0, pipeline.Berlin)), logs: &logBuf{},
 		idp: idp, mail: mail, secrets: &secrets{set: map[string]bool{}}, tag: string(d)}
 	e.base = "http://" + ln.Addr().String()
-	sso, err := portalapi.NewOIDC(portalapi.OIDCConfig{Issuer: idp.Issuer, ClientID: webClient, ClientSecret: webSecret,
-		RedirectURL: e.base + "/portal/anmelden/sso/callback", NativeClientID: nativeClient, NativeRedirectURIs: []string{nativeURI}})
+	oc := portalapi.OIDCConfig{Issuer: idp.Issuer, ClientID: webClient, ClientSecret: webSecret,
+		RedirectURL: e.base + "/portal/anmelden/sso/callback", NativeClientID: nativeClient, NativeRedirectURIs: []string{nativeURI}}
+	for _, o := range opts {
+		o(&oc)
+	}
+	sso, err := portalapi.NewOIDC(oc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +125,7 @@ func newEnv(t *testing.T, d sqldb.Dialect, ln net.Listener, idp *portaltest.IdP,
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.h = portalapi.New(portalapi.Config{BaseURL: e.base, InsecureCookies: insecure, Now: e.clock.Now, Logger: log}, db, sso, mailer)
+	e.h = portalapi.New(portalapi.Config{BaseURL: e.base, InsecureCookies: insecure, Now: e.clock.Now, Logger: log, Audit: db}, db, sso, mailer)
 	gin.SetMode(gin.ReleaseMode)
 	g := gin.New()
 	g.HandleMethodNotAllowed = true

@@ -37,6 +37,13 @@ type OIDCConfig struct {
 	// scope of its own.
 	GroupsClaim string
 	ExtraScopes []string
+	// TrustEmailIssuer, when it is the Issuer, takes the e-mail address of an
+	// ID token that carries no email_verified claim as verified: for a
+	// provider that never sends the claim and only holds addresses it
+	// assigned itself. Without it such an address counts as unverified, and
+	// an unverified address neither creates nor links a portal user. An
+	// explicit "email_verified": false is never trusted.
+	TrustEmailIssuer string
 	// HTTPClient talks to the provider; nil is http.DefaultClient.
 	HTTPClient *http.Client
 }
@@ -60,6 +67,9 @@ func NewOIDC(cfg OIDCConfig) (*OIDC, error) {
 	}
 	if cfg.ClientID == "" || cfg.RedirectURL == "" {
 		return nil, errors.New("oidc: client id and redirect URL are required")
+	}
+	if cfg.TrustEmailIssuer != "" && cfg.TrustEmailIssuer != cfg.Issuer {
+		return nil, fmt.Errorf("oidc: the issuer trusted without email_verified, %q, is not the issuer %q", cfg.TrustEmailIssuer, cfg.Issuer)
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
@@ -179,8 +189,12 @@ func (o *OIDC) exchange(ctx context.Context, p *oidc.Provider, cfg *oauth2.Confi
 	if err := idt.Claims(&all); err != nil {
 		return Identity{}, pipeline.Errorf(pipeline.Unauthorized, "the ID token's claims cannot be read")
 	}
+	verified := claims.EmailVerified != nil && *claims.EmailVerified
+	if claims.EmailVerified == nil && o.cfg.TrustEmailIssuer != "" && idt.Issuer == o.cfg.TrustEmailIssuer {
+		verified = true
+	}
 	return Identity{Issuer: idt.Issuer, Subject: idt.Subject, Email: claims.Email,
-		EmailVerified: claims.EmailVerified != nil && *claims.EmailVerified, Name: claims.Name,
+		EmailVerified: verified, Name: claims.Name,
 		Groups: groupsOf(all[o.cfg.GroupsClaim])}, nil
 }
 

@@ -2,6 +2,7 @@ package portal
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -122,6 +123,7 @@ var signInMessages = map[string]string{
 	"sso_abgelaufen": "Die Anmeldung hat zu lange gedauert oder wurde bereits abgeschlossen. Bitte versuchen Sie es erneut.",
 	"sso_konto":      "Ihr Firmenkonto ist keinem Portalzugang zugeordnet. Bitte wenden Sie sich an die Personalabteilung.",
 	"sso_aus":        "Die Anmeldung mit dem Firmenkonto ist auf diesem Server nicht eingerichtet.",
+	"sso_email":      "Ihr Firmenkonto hat keine bestätigte E-Mail-Adresse. Bitte bestätigen Sie die Adresse beim Anmeldedienst oder wenden Sie sich an die IT.",
 }
 
 // SignInMessage is the text a sign-in page (the portal's or the operators'
@@ -300,6 +302,11 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 		return
 	}
 	u, err := h.ssoUser(ctx, id)
+	if errors.Is(err, errUnverified) {
+		c.Redirect(http.StatusSeeOther, signIn+"?fehler=sso_email")
+		h.auditUnverified(c, id, err)
+		return
+	}
 	if pipeline.KindOf(err) == pipeline.Forbidden || pipeline.KindOf(err) == pipeline.Conflict {
 		back("sso_konto", pipeline.MessageOf(err))
 		return

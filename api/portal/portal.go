@@ -48,6 +48,9 @@ type Config struct {
 	// a person an operator of the web console (any one of them suffices).
 	// Empty, only the operator list kept with `schedbridge operator` does.
 	OperatorGroups []string
+	// Audit receives the refused single sign-ons (an unverified e-mail
+	// address) for the audit trail; nil leaves them in the log only.
+	Audit Auditor
 	// Now is the clock and Rand the source of ids and tokens; tests inject them.
 	Now    func() time.Time
 	Rand   io.Reader
@@ -56,9 +59,13 @@ type Config struct {
 
 // Identity is what the identity provider asserted in a verified ID token.
 type Identity struct {
-	Issuer        string
-	Subject       string
-	Email         string
+	Issuer  string
+	Subject string
+	Email   string
+	// EmailVerified is true when the provider asserted "email_verified":
+	// true, or sent no such claim and is trusted without it
+	// (OIDCConfig.TrustEmailIssuer). Only a verified address creates or
+	// links a user.
 	EmailVerified bool
 	Name          string
 	// Groups are the values of the provider's groups (or roles) claim.
@@ -78,6 +85,11 @@ type SSO interface {
 	ExchangeNative(ctx context.Context, code, verifier, redirectURI, nonce string) (Identity, error)
 	// Origin is the identity provider's origin, allowed as a form target.
 	Origin() string
+}
+
+// Auditor records an entry of the audit trail.
+type Auditor interface {
+	RecordAudit(ctx context.Context, a *pipeline.AuditEntry) error
 }
 
 // Mailer delivers magic links.

@@ -232,6 +232,7 @@ var envVars = []envVar{
 	{"SCHEDBRIDGE_PORTAL_OIDC_NATIVE_REDIRECT_URIS", "portal.oidc.native_redirect_uris"},
 	{"SCHEDBRIDGE_PORTAL_OIDC_GROUPS_CLAIM", "portal.oidc.groups_claim"},
 	{"SCHEDBRIDGE_PORTAL_OIDC_EXTRA_SCOPES", "portal.oidc.extra_scopes"},
+	{"SCHEDBRIDGE_PORTAL_OIDC_EMAIL_TRUSTED_ISSUER", "portal.oidc.email_trusted_issuer"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_ADDR", "portal.smtp.addr"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_FROM", "portal.smtp.from"},
 	{"SCHEDBRIDGE_PORTAL_SMTP_USERNAME", "portal.smtp.username"},

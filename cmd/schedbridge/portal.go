@@ -42,6 +42,10 @@ type PortalOIDC struct {
 	// profile where the provider releases that claim only for a scope.
 	GroupsClaim string   `yaml:"groups_claim"`
 	ExtraScopes []string `yaml:"extra_scopes"`
+	// EmailTrustedIssuer, set to the issuer, takes the addresses of ID
+	// tokens without an email_verified claim as verified, for a provider
+	// that never sends the claim. Without it such sign-ins are refused.
+	EmailTrustedIssuer string `yaml:"email_trusted_issuer"`
 }
 
 // PortalSMTP is the mail server of the magic links; no address, no magic links.
@@ -85,6 +89,12 @@ func (c *Config) checkPortal() error {
 			return fmt.Errorf("portal.oidc: an issuer needs a client_id")
 		}
 	}
+	// The trust names the issuer, so that it ends with a change of provider
+	// rather than passing silently to the next one.
+	if t := p.OIDC.EmailTrustedIssuer; t != "" && t != p.OIDC.Issuer {
+		return fmt.Errorf("%s %q is not %s %q; it trusts the addresses of that issuer only",
+			keyName("portal.oidc.email_trusted_issuer"), t, keyName("portal.oidc.issuer"), p.OIDC.Issuer)
+	}
 	for _, r := range p.OIDC.NativeRedirectURIs {
 		if u, err := url.Parse(r); err != nil || u.Scheme == "" {
 			return fmt.Errorf("%s %q: want a URI with a scheme, such as de.example.portal:/callback", keyName("portal.oidc.native_redirect_uris"), r)
@@ -119,7 +129,7 @@ func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
 			Issuer: p.OIDC.Issuer, ClientID: p.OIDC.ClientID, ClientSecret: p.OIDC.ClientSecret,
 			RedirectURL:    base + "/portal/anmelden/sso/callback",
 			NativeClientID: p.OIDC.NativeClientID, NativeRedirectURIs: p.OIDC.NativeRedirectURIs,
-			GroupsClaim: p.OIDC.GroupsClaim, ExtraScopes: p.OIDC.ExtraScopes,
+			GroupsClaim: p.OIDC.GroupsClaim, ExtraScopes: p.OIDC.ExtraScopes, TrustEmailIssuer: p.OIDC.EmailTrustedIssuer,
 		})
 		if err != nil {
 			return nil, pipeline.Errorf(pipeline.Invalid, "portal: %v", err)
@@ -142,7 +152,7 @@ func (a *app) newPortal(db *sqldb.DB) (*portalapi.Handler, error) {
 	return portalapi.New(portalapi.Config{
 		BaseURL: base, InsecureCookies: p.InsecureCookies, SessionIdle: p.SessionIdle, SessionAbsolute: p.SessionAbsolute,
 		MagicLinkTTL: p.MagicLinkTTL, MagicLinksPerHour: p.MagicLinksPerHour, Now: a.now, Logger: a.log,
-		OperatorGroups: a.cfg.Console.OperatorGroups,
+		OperatorGroups: a.cfg.Console.OperatorGroups, Audit: db,
 	}, db, sso, mailer), nil
 }
 

@@ -25,6 +25,11 @@ func TestPortalConfig(t *testing.T) {
 		{"base url", map[string]string{"SCHEDBRIDGE_PORTAL_BASE_URL": "https://portal.example.de"}, true, "https://portal.example.de"},
 		{"idle above absolute", map[string]string{"SCHEDBRIDGE_PORTAL_SESSION_IDLE": "13h"}, false, ""},
 		{"issuer without client", map[string]string{"SCHEDBRIDGE_PORTAL_OIDC_ISSUER": "https://idp.example"}, false, ""},
+		{"email trusted for the issuer", map[string]string{"SCHEDBRIDGE_PORTAL_OIDC_ISSUER": "https://idp.example", "SCHEDBRIDGE_PORTAL_OIDC_CLIENT_ID": "c",
+			"SCHEDBRIDGE_PORTAL_OIDC_EMAIL_TRUSTED_ISSUER": "https://idp.example"}, true, "http://localhost:8080"},
+		{"email trusted for another issuer", map[string]string{"SCHEDBRIDGE_PORTAL_OIDC_ISSUER": "https://idp.example", "SCHEDBRIDGE_PORTAL_OIDC_CLIENT_ID": "c",
+			"SCHEDBRIDGE_PORTAL_OIDC_EMAIL_TRUSTED_ISSUER": "https://old-idp.example"}, false, ""},
+		{"email trusted without an issuer", map[string]string{"SCHEDBRIDGE_PORTAL_OIDC_EMAIL_TRUSTED_ISSUER": "https://idp.example"}, false, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := loadConfig("", func(k string) string { return c.env[k] })

@@ -84,7 +84,10 @@ type Account struct {
 	Subject       string
 	Email         string
 	EmailVerified bool
-	Name          string
+	// NoEmailVerified leaves the email_verified claim out of the ID token,
+	// as some providers never send it; EmailVerified is then ignored.
+	NoEmailVerified bool
+	Name            string
 	// Groups is the groups claim (released with the profile scope), as an
 	// enterprise provider asserts group memberships.
 	Groups []string
@@ -93,7 +96,7 @@ type Account struct {
 // IdP is a running OpenID Connect provider. Clients must use PKCE (S256);
 // the scopes are openid, email and profile, and ID tokens (RS256, signed
 // with a key generated at start and published in the JWKS) carry sub,
-// email, email_verified, name and, for accounts that have them, groups.
+// email, email_verified (unless an account leaves it out), name and, for accounts that have them, groups.
 type IdP struct {
 	// Issuer is the provider's issuer URL, http://127.0.0.1:<port>; its
 	// discovery document is at Issuer + "/.well-known/openid-configuration".
@@ -200,7 +203,10 @@ func idpConfig(o IdPOptions) map[string]any {
 	}
 	accounts := []map[string]any{}
 	for _, a := range o.Accounts {
-		acc := map[string]any{"sub": a.Subject, "email": a.Email, "email_verified": a.EmailVerified, "name": a.Name}
+		acc := map[string]any{"sub": a.Subject, "email": a.Email, "name": a.Name}
+		if !a.NoEmailVerified {
+			acc["email_verified"] = a.EmailVerified
+		}
 		if a.Groups != nil {
 			acc["groups"] = a.Groups
 		}

@@ -147,7 +147,9 @@ server.listen(Number(args.port), args.host, () => {
           return {
             sub: a.sub,
             email: a.email,
-            email_verified: Boolean(a.email_verified),
+            // An account without the key gets no claim, as some
+            // providers never send it.
+            ...('email_verified' in a ? { email_verified: Boolean(a.email_verified) } : {}),
             name: a.name,
             ...(a.groups ? { groups: a.groups } : {}),
           };
