@@ -26,6 +26,9 @@ const (
 	ctxPortfolio = "schedbridge.portfolio"
 	ctxAudit     = "schedbridge.audit"
 	headerAPIKey = "X-API-Key"
+	// maxAuthorizationBytes caps the Authorization header. Access tokens
+	// of the common providers stay far below it, also with many groups.
+	maxAuthorizationBytes = 16 << 10
 )
 
 // principal is who sent a request: the holder of an API key, or a machine
@@ -52,7 +55,7 @@ func (p principal) String() string {
 		return "operator " + p.Operator
 	}
 	if p.isClient() {
-		return fmt.Sprintf("client %s of issuer %s", p.ClientID, p.Issuer)
+		return fmt.Sprintf("client %s of issuer %s", pipeline.Clip(p.ClientID), p.Issuer)
 	}
 	return "key " + p.ID
 }
@@ -150,6 +153,11 @@ func (s *Server) authenticate(c *gin.Context) (principal, string, error) {
 		return principal{}, challengeInvalidReq, pipeline.Errorf(pipeline.Unauthorized, "send exactly one X-API-Key header")
 	case len(auths) > 1:
 		return principal{}, challengeInvalidReq, pipeline.Errorf(pipeline.Unauthorized, "send exactly one Authorization header")
+	case len(auths) == 1 && len(auths[0]) > maxAuthorizationBytes:
+		// Refused before it is parsed: no access token comes near this
+		// size, and the token's parts would be quoted in the refusal.
+		return principal{}, challengeInvalidReq, pipeline.Errorf(pipeline.Unauthorized,
+			"the Authorization header has %d bytes; at most %d are accepted", len(auths[0]), maxAuthorizationBytes)
 	case len(auths) == 1:
 		scheme, token, _ := strings.Cut(auths[0], " ")
 		if !strings.EqualFold(scheme, "Bearer") {
@@ -204,11 +212,11 @@ func (s *Server) authenticateToken(ctx context.Context, raw string) (principal, 
 	reg, err := s.deps.TokenClients.ActiveTokenClient(ctx, tok.Issuer, tok.ClientID)
 	switch {
 	case pipeline.KindOf(err) == pipeline.NotFound:
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: client %s of issuer %s is not registered", tok.ClientID, tok.Issuer)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: client %s of issuer %s is not registered", pipeline.Clip(tok.ClientID), tok.Issuer)
 	case err != nil:
 		return principal{}, err
 	case reg.Revoked():
-		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the registration of client %s of issuer %s has been revoked", tok.ClientID, tok.Issuer)
+		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the registration of client %s of issuer %s has been revoked", pipeline.Clip(tok.ClientID), tok.Issuer)
 	}
 	p := principal{ID: reg.ID, Scope: reg.Scope, PortfolioID: reg.PortfolioID, Issuer: reg.Issuer, ClientID: reg.ClientID}
 	if want := pipeline.TokenScopeValue(reg.Scope); !tok.HasScope(want) {
@@ -292,6 +300,16 @@ func (s *Server) record(c *gin.Context, data bool) {
 	}
 	if a.ID != 0 || s.deps.Audit == nil {
 		return
+	}
+	if s.refusals != nil && isRefusal(a.StatusCode) {
+		switch v, limit, until := s.refusals.take(c.Request.RemoteAddr, s.now()); v {
+		case countRefusal:
+			s.unrecorded.Inc()
+			return
+		case recordLast:
+			a.Detail += fmt.Sprintf(" [limit of %s met: further refusals until %s are answered but not recorded one by one]",
+				limit, until.UTC().Format(time.RFC3339))
+		}
 	}
 	// The request's context is done when the client has gone away or its
 	// body timed out, and the trail must hold that request too: the entry

@@ -130,6 +130,13 @@ type Config struct {
 	// rate. The production default (50/s) is the binary's configuration.
 	RatePerSecond float64
 	RateBurst     int
+	// RefusalsPerAddress and RefusalsTotal are how many refused requests
+	// (401, 403, 429) of one client address, and of all, are recorded in
+	// the audit trail per minute (defaults 30 and 300; negative records
+	// every one); the rest are answered alike and counted in a metric (see
+	// refusals.go).
+	RefusalsPerAddress int
+	RefusalsTotal      int
 	// RetryAfter is what 503 answers tell clients while the server drains.
 	RetryAfter time.Duration
 	// Now is the clock; tests inject a fixed one.
@@ -170,6 +177,10 @@ type Server struct {
 	limMu    sync.Mutex
 	limiters map[string]*rate.Limiter
 
+	// refusals is the audit budget of refused requests; nil records all.
+	refusals   *refusalBudget
+	unrecorded prometheus.Counter
+
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	inflight prometheus.Gauge
@@ -183,6 +194,12 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.RateBurst <= 0 {
 		cfg.RateBurst = max(1, int(2*cfg.RatePerSecond))
+	}
+	if cfg.RefusalsPerAddress == 0 {
+		cfg.RefusalsPerAddress = 30
+	}
+	if cfg.RefusalsTotal == 0 {
+		cfg.RefusalsTotal = 300
 	}
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = 5 * time.Second
@@ -219,7 +236,14 @@ func New(cfg Config, deps Deps) *Server {
 	s.dataReqs = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "schedbridge_data_requests_total", Help: "Requests to the data endpoints by endpoint and audit outcome.",
 	}, []string{"endpoint", "outcome"})
-	cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.dataReqs)
+	s.unrecorded = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "schedbridge_audit_refusals_unrecorded_total",
+		Help: "Refused requests (401, 403, 429) answered but not recorded one by one in the audit trail, beyond the per-minute budget.",
+	})
+	if cfg.RefusalsPerAddress > 0 && cfg.RefusalsTotal > 0 {
+		s.refusals = newRefusalBudget(cfg.RefusalsPerAddress, cfg.RefusalsTotal)
+	}
+	cfg.Registry.MustRegister(s.requests, s.duration, s.inflight, s.dataReqs, s.unrecorded)
 
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
