@@ -410,16 +410,14 @@ func TestAlgorithmMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Add(31 * time.Second) // the refresh budget is full again
-	n := is.fetches.Load()
 	ps := sign(t, claims(is.url()), jwa.PS256(), relabel(t, k1, "k1", jwa.PS256()), "at+jwt")
 	_, err := v.Verify(ctx, ps)
 	if pipeline.KindOf(err) != pipeline.Unauthorized || !strings.Contains(err.Error(), `key id "k1" is published for algorithm RS256, and the token is signed with PS256`) {
 		t.Fatalf("PS256 with an RS256 key: %v", err)
 	}
-	if got := is.fetches.Load(); got != n {
-		t.Errorf("the mismatch fetched the key set %d times", got-n)
-	}
-	// The budget is intact: a key rotated in now is fetched at once.
+	// The budget is intact, so the mismatch fetched nothing: a key rotated
+	// in now is fetched at once. (The fetch count itself is no proof: the
+	// key cache's first background fetch may land at any time.)
 	k2 := is.addKey(t, jwa.RS256(), "k2")
 	if _, err := v.Verify(ctx, sign(t, claims(is.url()), jwa.RS256(), k2, "at+jwt")); err != nil {
 		t.Fatalf("rotated key after the mismatch: %v", err)
