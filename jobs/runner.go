@@ -317,9 +317,14 @@ func (r *Runner) withRetries(ctx context.Context, st pipeline.Stage, day pipelin
 	}
 }
 
-// retryable reports whether another attempt can help: bad input or a
-// missing prerequisite stays bad until someone acts, so it is not retried.
+// retryable reports whether another attempt can help: bad input, a
+// missing prerequisite and a permanent failure of the stores (a file of the
+// lake that is gone, a warehouse that moved) stay as they are until someone
+// acts, so they are not retried.
 func retryable(err error) bool {
+	if pipeline.Permanent(err) {
+		return false
+	}
 	switch pipeline.KindOf(err) {
 	case pipeline.Invalid, pipeline.NotFound, pipeline.Forbidden:
 		return false

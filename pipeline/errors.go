@@ -88,3 +88,26 @@ func MessageOf(err error) string {
 	}
 	return "internal error"
 }
+
+// Failures that no retry mends: the service's own records and its stores
+// disagree, and they go on disagreeing until an operator acts. Their kind
+// stays Internal (the API answers 500 and shows no detail); the runner does
+// not retry a stage that met one, so that the operator learns of it at once
+// instead of after the backoff.
+var (
+	// ErrMissingFile is a file that the service's records name (a lake
+	// table's metadata, manifest list, manifest or data file) but that the
+	// store does not have: a restore that missed files, or a store that is
+	// not the one the records were written to.
+	ErrMissingFile = errors.New("missing file")
+	// ErrWarehouseMoved is a lake table whose catalog entry points outside
+	// the configured warehouse: the data directory or bucket was moved or
+	// restored elsewhere, and `schedbridge lake relocate` must point the
+	// tables at the new place before the lake is used.
+	ErrWarehouseMoved = errors.New("lake warehouse moved")
+)
+
+// Permanent reports whether err is one of the failures that no retry mends.
+func Permanent(err error) bool {
+	return errors.Is(err, ErrMissingFile) || errors.Is(err, ErrWarehouseMoved)
+}

@@ -101,7 +101,16 @@ func commandTree() *command {
 				summary: "list the data files of the day's current run, for readers without an Iceberg client",
 				about:   "The files come from the table's current snapshot in the catalog; a glob over the day's folder would also find replaced runs.",
 				define:  cmdLakeFiles},
+			{name: "relocate", summary: "point the lake's tables at the configured warehouse after the data directory or bucket moved",
+				about: "Run it once, with the service stopped, after restoring or moving the data directory (or renaming the bucket): " +
+					"Iceberg keeps absolute locations, and it writes the tables' manifests and metadata anew in the new place " +
+					"and points the catalog at them in one transaction. Tables already in place are left as they are.",
+				define: cmdLakeRelocate},
 		}},
+		{name: "backup", args: "DIR",
+			summary: "copy the embedded default (SQLite database, then the local bucket) to DIR while the service runs",
+			about:   "The database is copied with SQLite's VACUUM INTO, then the bucket's files. To restore, copy DIR's contents into a data directory and run `lake relocate` there (docs/operations.md).",
+			define:  cmdBackup},
 		{name: "prices", summary: "market prices", subs: []*command{
 			{name: "import", args: "spot|rebap FILE", summary: "import SMARD JSON spot prices or a netztransparenz reBAP CSV", define: cmdPricesImport},
 		}},

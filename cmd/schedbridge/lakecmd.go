@@ -79,3 +79,38 @@ func readablePath(cat *catalog.Catalog, key string) string {
 	}
 	return uri
 }
+
+// cmdLakeRelocate is `schedbridge lake relocate`: after the data directory
+// or the bucket was moved or restored elsewhere, point the lake's Iceberg
+// tables at the configured warehouse (storage/catalog.Relocate). The
+// service must be stopped meanwhile.
+func cmdLakeRelocate(a *app, fs *flag.FlagSet) action {
+	return noArgs(func(ctx context.Context) error {
+		db, bucket, err := a.openStores(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		cfg, err := a.catalogConfig(db, bucket)
+		if err != nil {
+			return err
+		}
+		done, err := catalog.Relocate(ctx, cfg, a.now())
+		if err != nil {
+			return err
+		}
+		if len(done) == 0 {
+			_, err := fmt.Fprintf(a.stdout, "every table is in the warehouse %s; nothing to relocate\n", cfg.Warehouse)
+			return err
+		}
+		for _, r := range done {
+			if _, err := fmt.Fprintf(a.stdout, "%s: %s -> %s (%d manifest files rewritten)\n", r.Table, r.From, r.To, r.Written); err != nil {
+				return err
+			}
+			for _, f := range r.Leftover {
+				a.note("lake relocate: an old metadata file could not be removed; nothing references it", "table", r.Table, "file", f)
+			}
+		}
+		return nil
+	})
+}

@@ -167,12 +167,21 @@ func (a *app) newRunner(ctx context.Context, db *sqldb.DB, bucket objstore.Bucke
 // with the bucket as its warehouse. The catalog is shared by the runners of
 // a process and lives as long as the database.
 func (a *app) openCatalog(ctx context.Context, db *sqldb.DB, bucket objstore.Bucket) (*catalog.Catalog, error) {
-	w, props, err := catalog.Warehouse(bucket)
+	cfg, err := a.catalogConfig(db, bucket)
 	if err != nil {
 		return nil, err
 	}
-	return catalog.Open(ctx, catalog.Config{DB: db.SQL(), Postgres: db.Dialect() == sqldb.Postgres,
-		Warehouse: w, IO: props})
+	return catalog.Open(ctx, cfg)
+}
+
+// catalogConfig is the catalog's configuration: the service's database,
+// with the bucket as the warehouse.
+func (a *app) catalogConfig(db *sqldb.DB, bucket objstore.Bucket) (catalog.Config, error) {
+	w, props, err := catalog.Warehouse(bucket)
+	if err != nil {
+		return catalog.Config{}, err
+	}
+	return catalog.Config{DB: db.SQL(), Postgres: db.Dialect() == sqldb.Postgres, Warehouse: w, IO: props}, nil
 }
 
 // deliveryDay is the --day flag's day, or tomorrow in Europe/Berlin when

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math/rand/v2"
 	"net/url"
@@ -85,13 +86,33 @@ type Config struct {
 // are serialised by the catalog's optimistic commit, and the loser retries.
 type Catalog struct {
 	cat       *sqlcat.Catalog
+	db        *sql.DB
+	postgres  bool
 	warehouse string
 	io        map[string]string
 }
 
 // Open opens the catalog in cfg.DB, creating its tables and the namespace
-// when they are missing.
+// when they are missing. It fails with pipeline.ErrWarehouseMoved when a
+// table's entry points outside cfg.Warehouse: the warehouse was moved or
+// restored elsewhere, and Relocate must point the tables at it first.
+// Opening it anyway would read the tables from the old place, or fail on
+// every read once the old place is gone, and a publish would write the
+// new metadata back to the old place.
 func Open(ctx context.Context, cfg Config) (*Catalog, error) {
+	c, err := open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkWarehouse(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// open opens the catalog without checking where its tables are.
+func open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if cfg.DB == nil || cfg.Warehouse == "" {
 		return nil, errors.New("catalog: a database and a warehouse are required")
 	}
@@ -118,7 +139,96 @@ func Open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("catalog: create namespace %s: %w", Namespace, err)
 	}
-	return &Catalog{cat: cat, warehouse: props["warehouse"], io: cfg.IO}, nil
+	return &Catalog{cat: cat, db: cfg.DB, postgres: cfg.Postgres, warehouse: props["warehouse"], io: cfg.IO}, nil
+}
+
+// tableEntry is a table's row in the catalog's iceberg_tables.
+type tableEntry struct {
+	name, metadata string
+}
+
+// entries reads the rows of the namespace's tables in iceberg_tables (the
+// JDBC layout that iceberg-go's SQL catalog shares with other engines).
+func (c *Catalog) entries(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}) ([]tableEntry, error) {
+	rows, err := q.QueryContext(ctx, c.sql(`SELECT table_name, metadata_location FROM iceberg_tables
+		WHERE catalog_name = ? AND table_namespace = ? AND metadata_location IS NOT NULL ORDER BY table_name`), Name, Namespace)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: list tables: %w", err)
+	}
+	defer rows.Close()
+	var out []tableEntry
+	for rows.Next() {
+		var e tableEntry
+		if err := rows.Scan(&e.name, &e.metadata); err != nil {
+			return nil, fmt.Errorf("catalog: list tables: %w", err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// sql adapts a statement written with ? placeholders to the dialect:
+// PostgreSQL's driver takes $1, $2, ...
+func (c *Catalog) sql(stmt string) string {
+	if !c.postgres {
+		return stmt
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range stmt {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// checkWarehouse fails with pipeline.ErrWarehouseMoved when a table's
+// metadata is not in its place in the configured warehouse.
+func (c *Catalog) checkWarehouse(ctx context.Context) error {
+	entries, err := c.entries(ctx, c.db)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.metadata, c.URI("lake/"+e.name+"/metadata/")) {
+			return c.moved(e.name, e.metadata)
+		}
+	}
+	return nil
+}
+
+// moved is the error of a table whose entry names a metadata file or a
+// location (at) outside its place in the configured warehouse.
+func (c *Catalog) moved(table, at string) error {
+	return fmt.Errorf("catalog: table %s.%s names %s, outside the warehouse %s (%w): "+
+		"after moving or restoring the data directory or the bucket, run `schedbridge lake relocate` once",
+		Namespace, table, at, c.warehouse, pipeline.ErrWarehouseMoved)
+}
+
+// checkLocation refuses a loaded table that is not at the dataset's place
+// in the configured warehouse: another process may have opened the catalog
+// before it moved.
+func (c *Catalog) checkLocation(tbl *table.Table, dataset string) error {
+	if tbl.Location() != c.URI("lake/"+dataset) {
+		return c.moved(dataset, tbl.Location())
+	}
+	return nil
+}
+
+// missing marks an error that says a file the catalog names does not
+// exist (iceberg-go's file IO reports it as fs.ErrNotExist on the local
+// directory and on S3) as pipeline.ErrMissingFile, which no retry mends.
+func missing(err error) error {
+	if err != nil && errors.Is(err, fs.ErrNotExist) && !errors.Is(err, pipeline.ErrMissingFile) {
+		return fmt.Errorf("%w: %w", pipeline.ErrMissingFile, err)
+	}
+	return err
 }
 
 // Close releases the catalog; the database stays open.
@@ -151,8 +261,14 @@ var tableProps = iceberg.Properties{
 func (c *Catalog) load(ctx context.Context, dataset string, schema *arrow.Schema) (*table.Table, error) {
 	ident := Ident(dataset)
 	tbl, err := c.cat.LoadTable(ctx, ident)
-	if err == nil || !errors.Is(err, icecat.ErrNoSuchTable) || schema == nil {
-		return tbl, err
+	if err == nil {
+		if err := c.checkLocation(tbl, dataset); err != nil {
+			return nil, err
+		}
+		return tbl, nil
+	}
+	if !errors.Is(err, icecat.ErrNoSuchTable) || schema == nil {
+		return nil, missing(err)
 	}
 	sch, err := table.ArrowSchemaToIcebergWithFreshIDs(schema, false)
 	if err != nil {
@@ -275,7 +391,7 @@ func (c *Catalog) Publish(ctx context.Context, p lake.Publication) error {
 		}
 	}
 	if err != nil && pipeline.KindOf(err) != pipeline.Conflict {
-		return fmt.Errorf("catalog: publish %s %s run %d: %w", p.Dataset, p.Day, p.RunID, err)
+		return fmt.Errorf("catalog: publish %s %s run %d: %w", p.Dataset, p.Day, p.RunID, missing(err))
 	}
 	return err
 }
@@ -284,8 +400,12 @@ func (c *Catalog) Publish(ctx context.Context, p lake.Publication) error {
 // table's metadata is no longer the one the attempt started from (base). The
 // SQL catalog wraps only some of these losses in table.ErrCommitFailed; a
 // requirement that the table's branch is unchanged fails with a plain
-// error, so the table itself is asked.
+// error, so the table itself is asked. A missing file or a moved warehouse
+// is no such loss.
 func (c *Catalog) movedOn(ctx context.Context, dataset, base string, err error) bool {
+	if pipeline.Permanent(err) || errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
 	if errors.Is(err, table.ErrCommitFailed) {
 		return true
 	}
@@ -386,7 +506,7 @@ func (c *Catalog) Current(ctx context.Context, dataset string, day pipeline.Day)
 	}
 	files, err := dayFiles(ctx, tbl, day)
 	if err != nil {
-		return lake.Snapshot{}, fmt.Errorf("catalog: plan %s %s: %w", dataset, day, err)
+		return lake.Snapshot{}, fmt.Errorf("catalog: plan %s %s: %w", dataset, day, missing(err))
 	}
 	if len(files) == 0 {
 		return lake.Snapshot{}, notFound
@@ -431,7 +551,13 @@ func (c *Catalog) Expire(ctx context.Context, olderThan time.Duration) (map[stri
 		}
 		tbl, err := c.cat.LoadTable(ctx, ident)
 		if err != nil {
-			return nil, fmt.Errorf("catalog: load %s: %w", strings.Join(ident, "."), err)
+			return nil, fmt.Errorf("catalog: load %s: %w", strings.Join(ident, "."), missing(err))
+		}
+		// Expiry deletes files at the locations that the metadata names:
+		// a table of a moved warehouse would have them deleted in the old
+		// place, which may be the original of a copy.
+		if err := c.checkLocation(tbl, ident[len(ident)-1]); err != nil {
+			return nil, err
 		}
 		if tbl.CurrentSnapshot() != nil {
 			tx := tbl.NewTransaction()
@@ -451,7 +577,7 @@ func (c *Catalog) Expire(ctx context.Context, olderThan time.Duration) (map[stri
 		for _, snap := range tbl.Metadata().Snapshots() {
 			mans, err := snap.Manifests(fs)
 			if err != nil {
-				return nil, fmt.Errorf("catalog: manifests of %s: %w", strings.Join(ident, "."), err)
+				return nil, fmt.Errorf("catalog: manifests of %s: %w", strings.Join(ident, "."), missing(err))
 			}
 			for _, m := range mans {
 				if read[m.FilePath()] {
@@ -460,7 +586,7 @@ func (c *Catalog) Expire(ctx context.Context, olderThan time.Duration) (map[stri
 				read[m.FilePath()] = true
 				entries, err := m.FetchEntries(fs, true)
 				if err != nil {
-					return nil, fmt.Errorf("catalog: manifest %s: %w", m.FilePath(), err)
+					return nil, fmt.Errorf("catalog: manifest %s: %w", m.FilePath(), missing(err))
 				}
 				for _, e := range entries {
 					if key, ok := c.key(e.DataFile().FilePath()); ok {
@@ -510,7 +636,14 @@ func s3Warehouse(cfg objstore.S3Config) (string, map[string]string) {
 // LoadTable returns the dataset's Iceberg table, for reads through
 // iceberg-go (scans, time travel, the snapshot history).
 func (c *Catalog) LoadTable(ctx context.Context, dataset string) (*table.Table, error) {
-	return c.cat.LoadTable(ctx, Ident(dataset))
+	tbl, err := c.cat.LoadTable(ctx, Ident(dataset))
+	if err != nil {
+		return nil, missing(err)
+	}
+	if err := c.checkLocation(tbl, dataset); err != nil {
+		return nil, err
+	}
+	return tbl, nil
 }
 
 // Warehouse is the warehouse and IO properties of a bucket of
