@@ -47,6 +47,10 @@ func (s *Server) streamEvents(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
+	if err := s.knownPortfolio(c, q.Portfolio); err != nil {
+		s.fail(c, err)
+		return
+	}
 	rc := http.NewResponseController(c.Writer)
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
