@@ -45,6 +45,10 @@ type principal struct {
 	// Operator is the e-mail address of an operator signed in to the web
 	// console; such a principal has the process scope.
 	Operator string
+	// Expires is the exp of a token client's access token: a long request
+	// (the event stream) ends by then. Zero for keys and operators, whose
+	// credential has no time of its own that the request knows.
+	Expires time.Time
 }
 
 func (p principal) isClient() bool { return p.Issuer != "" }
@@ -218,7 +222,8 @@ func (s *Server) authenticateToken(ctx context.Context, raw string) (principal, 
 	case reg.Revoked():
 		return principal{}, pipeline.Errorf(pipeline.Unauthorized, "invalid bearer token: the registration of client %s of issuer %s has been revoked", pipeline.Clip(tok.ClientID), tok.Issuer)
 	}
-	p := principal{ID: reg.ID, Scope: reg.Scope, PortfolioID: reg.PortfolioID, Issuer: reg.Issuer, ClientID: reg.ClientID}
+	p := principal{ID: reg.ID, Scope: reg.Scope, PortfolioID: reg.PortfolioID, Issuer: reg.Issuer, ClientID: reg.ClientID,
+		Expires: tok.Expiry}
 	if want := pipeline.TokenScopeValue(reg.Scope); !tok.HasScope(want) {
 		return p, pipeline.Errorf(pipeline.Forbidden, "the token's scope claim does not contain %s, the scope %s is registered with", want, p)
 	}

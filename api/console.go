@@ -430,13 +430,17 @@ type inboxPage struct {
 
 // inboxList reads a page of the inbox in state, after the cursor of the
 // previous page (a key for pending files, a record id for the others), as
-// the console API and the Eingang page list it.
+// the console API and the Eingang page list it. A portfolio that does not
+// exist is NotFound.
 func (s *Server) inboxList(c *gin.Context, state, portfolio string, limit int, problems *[]ingest.Problem) (inboxPage, error) {
 	ctx := c.Request.Context()
 	if state == "pending" {
 		after := queryCursor(c, problems)
 		if len(*problems) > 0 {
 			return inboxPage{}, nil
+		}
+		if err := s.knownPortfolio(c, portfolio); err != nil {
+			return inboxPage{}, err
 		}
 		objs, more, err := s.deps.Inbox.Pending(ctx, portfolio, after, limit)
 		if err != nil {
@@ -459,6 +463,9 @@ func (s *Server) inboxList(c *gin.Context, state, portfolio string, limit int, p
 	}
 	if len(*problems) > 0 {
 		return inboxPage{}, nil
+	}
+	if err := s.knownPortfolio(c, portfolio); err != nil {
+		return inboxPage{}, err
 	}
 	files, err := s.deps.InboxFiles.InboxFiles(ctx, q)
 	if err != nil {
@@ -585,6 +592,10 @@ func (s *Server) getConsoleSchedules(c *gin.Context) {
 	portfolio := c.Query("portfolio")
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
+		return
+	}
+	if err := s.knownPortfolio(c, portfolio); err != nil {
+		s.fail(c, err)
 		return
 	}
 	threads, err := s.scheduleThreads(c.Request.Context(), portfolio, day)

@@ -311,6 +311,10 @@ func (s *Server) getKalkulation(c *gin.Context) {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return
 	}
+	if err := s.knownPortfolio(c, portfolio); err != nil {
+		s.fail(c, err)
+		return
+	}
 	res, err := s.deps.Calculator.Kalkulation(c.Request.Context(), portfolio, von, bis)
 	if err != nil {
 		s.fail(c, err)

@@ -194,6 +194,21 @@ func scopedPortfolio(c *gin.Context, required bool, problems *[]ingest.Problem) 
 	return raw, nil
 }
 
+// knownPortfolio refuses a portfolio that a request names and that does not
+// exist (404), so that a mistyped filter is told apart from a portfolio
+// with nothing to show. "" (all portfolios) and the portfolio of the
+// caller's own key, found when it was authenticated, pass unread.
+func (s *Server) knownPortfolio(c *gin.Context, id string) error {
+	if id == "" {
+		return nil
+	}
+	if v, ok := c.Get(ctxPortfolio); ok && v.(pipeline.Portfolio).ID == id {
+		return nil
+	}
+	_, err := s.deps.Portfolios.Portfolio(c.Request.Context(), id)
+	return notFoundAs(err, "portfolio %s does not exist", id)
+}
+
 // resultParams are the parameters of the result reads.
 type resultParams struct {
 	portfolio string // "" for all
@@ -209,7 +224,8 @@ func (p resultParams) of() string {
 }
 
 // resultQuery reads portfolio and day of a result read: first whether the
-// key may read the portfolio (403), then every parameter problem (422).
+// key may read the portfolio (403), then every parameter problem (422),
+// then whether the portfolio exists (404).
 func (s *Server) resultQuery(c *gin.Context, portfolioRequired bool) (resultParams, bool) {
 	var problems []ingest.Problem
 	portfolio, err := scopedPortfolio(c, portfolioRequired, &problems)
@@ -220,6 +236,10 @@ func (s *Server) resultQuery(c *gin.Context, portfolioRequired bool) (resultPara
 	day := requiredDay(c, "day", &problems)
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
+		return resultParams{}, false
+	}
+	if err := s.knownPortfolio(c, portfolio); err != nil {
+		s.fail(c, err)
 		return resultParams{}, false
 	}
 	return resultParams{portfolio, day}, true
@@ -677,7 +697,7 @@ func (s *Server) putTrades(c *gin.Context) {
 	ctx := c.Request.Context()
 	p, err := s.deps.Portfolios.Portfolio(ctx, portfolio)
 	if err != nil {
-		s.fail(c, err)
+		s.fail(c, notFoundAs(err, "portfolio %s does not exist", portfolio))
 		return
 	}
 	body, err := s.readBody(c)

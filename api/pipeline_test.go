@@ -574,10 +574,10 @@ func TestPipelineNotFoundAndUnavailable(t *testing.T) {
 		{"report1", "GET", "/v1/process/positions?day=2026-11-25", 404, "no run has published positions of portfolio p1 for 2026-11-25 yet"},
 		{"process", "GET", "/v1/process/open-position?day=2026-11-25", 404, "no run has published the open position for 2026-11-25 yet"},
 		{"process", "GET", "/v1/process/schedules?day=2026-11-25", 404, "no run has sent schedules for 2026-11-25 yet"},
-		{"process", "GET", "/v1/process/schedules?day=2026-11-24&portfolio=p9", 404, "no run has sent schedules of portfolio p9 for 2026-11-24 yet"},
+		{"process", "GET", "/v1/process/schedules?day=2026-11-24&portfolio=p9", 404, "portfolio p9 does not exist"},
 		{"process", "GET", "/v1/process/runs/999", 404, "run 999 not found"},
 		{"process", "GET", "/v1/process/trades?day=2026-11-24&portfolio=p1", 404, "no trades imported for portfolio p1 and 2026-11-24"},
-		{"process", "PUT", "/v1/process/trades?day=2026-11-24&portfolio=p9", 404, "portfolio p9 not found"},
+		{"process", "PUT", "/v1/process/trades?day=2026-11-24&portfolio=p9", 404, "portfolio p9 does not exist"},
 		{"process", "GET", "/v1/process/nothing", 404, "Not Found"},
 	}
 	for _, tt := range tests {

@@ -58,15 +58,21 @@ func queryInt(c *gin.Context, name string, def, lo, hi int64, problems *[]ingest
 	return def
 }
 
-// listScope answers 422 for the query's problems, and otherwise returns the
-// portfolio to list ("" for all). Process keys are not bound to a portfolio
-// (key creation refuses that), so every one sees all portfolios.
+// listScope answers 422 for the query's problems and 404 for a portfolio
+// that does not exist, and otherwise returns the portfolio to list ("" for
+// all). Process keys are not bound to a portfolio (key creation refuses
+// that), so every one sees all portfolios.
 func (s *Server) listScope(c *gin.Context, problems []ingest.Problem) (string, bool) {
 	if len(problems) > 0 {
 		s.fail(c, &ingest.SchemaError{Problems: problems})
 		return "", false
 	}
-	return c.Query("portfolio"), true
+	portfolio := c.Query("portfolio")
+	if err := s.knownPortfolio(c, portfolio); err != nil {
+		s.fail(c, err)
+		return "", false
+	}
+	return portfolio, true
 }
 
 // InboxReport is the answer of GET /v1/process/inbox.

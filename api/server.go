@@ -162,6 +162,18 @@ type Config struct {
 	// that proxies and clients see a live connection.
 	StreamPoll      time.Duration
 	StreamHeartbeat time.Duration
+	// StreamRecheck is how often at most an open event stream goes without
+	// finding its principal again (default 30 s; it also does before every
+	// event it sends), and StreamMaxAge how long one stream lives at most
+	// before it ends and its client reconnects with Last-Event-ID (default
+	// 30 min): a credential revoked, expired or signed out ends the streams
+	// it opened, and a reconnect must pass authentication again.
+	StreamRecheck time.Duration
+	StreamMaxAge  time.Duration
+	// StreamTick drives the stream's reads of the database (default
+	// time.NewTicker of StreamPoll); tests tick it by hand. It returns the
+	// ticker's channel and the function that stops it.
+	StreamTick func(d time.Duration) (<-chan time.Time, func())
 }
 
 // Server is the HTTP API.
@@ -212,6 +224,15 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.StreamHeartbeat <= 0 {
 		cfg.StreamHeartbeat = 15 * time.Second
+	}
+	if cfg.StreamRecheck <= 0 {
+		cfg.StreamRecheck = 30 * time.Second
+	}
+	if cfg.StreamMaxAge <= 0 {
+		cfg.StreamMaxAge = 30 * time.Minute
+	}
+	if cfg.StreamTick == nil {
+		cfg.StreamTick = wallTicker
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

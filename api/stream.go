@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/schedbridge/schedbridge/api/bearer"
+	"github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/ingest"
 	"github.com/schedbridge/schedbridge/pipeline"
 )
@@ -30,6 +33,16 @@ const streamBatch = 500
 // grow, and every event after the one named is sent, once. Between events
 // it sends a comment at least every StreamHeartbeat. It ends when the server
 // drains, so that a rolling restart is not held up; the client reconnects.
+//
+// The credential that opened the stream is checked again before every
+// batch of events is sent, at least every StreamRecheck between them, and
+// at the exp of an access token: a key revoked, a token expired or its
+// client's registration revoked, an operator signed out or taken off the
+// list ends the stream, and the client's reconnect is refused at the door
+// (401 or 403), which makes a browser's EventSource give up. A stream also
+// ends after StreamMaxAge, so that no connection outlives a rule that the
+// checks do not see; the client reconnects with the last id it got, and
+// the events that waited are sent then.
 func (s *Server) streamEvents(c *gin.Context) {
 	var problems []ingest.Problem
 	q := pipeline.EventQuery{Kind: c.Query("kind"), Portfolio: c.Query("portfolio"), Limit: streamBatch}
@@ -47,7 +60,12 @@ func (s *Server) streamEvents(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	rc := http.NewResponseController(c.Writer)
+	if err := s.knownPortfolio(c, q.Portfolio); err != nil {
+		s.fail(c, err)
+		return
+	}
+	who := principalOf(c)
+	opened := s.now()
 	h := c.Writer.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
@@ -57,11 +75,23 @@ func (s *Server) streamEvents(c *gin.Context) {
 	// The first bytes tell the client how long to wait before it reconnects.
 	fmt.Fprintf(c.Writer, "retry: %d\n\n", s.cfg.StreamPoll.Milliseconds()*2)
 
-	poll := time.NewTicker(s.cfg.StreamPoll)
-	defer poll.Stop()
+	rc := http.NewResponseController(c.Writer)
+	poll, stop := s.cfg.StreamTick(s.cfg.StreamPoll)
+	defer stop()
+	checked := opened
+	// The heartbeat is about the connection's silence as proxies see it,
+	// so it counts wall time, like the write deadline; the rechecks and the
+	// maximum age are rules of the service and follow its clock.
 	lastWrite := time.Now()
 	c.Stream(func(w io.Writer) bool {
 		if s.draining.Load() {
+			return false
+		}
+		now := s.now()
+		if now.Sub(opened) >= s.cfg.StreamMaxAge {
+			// Before the read: what waits goes to the reconnect, which
+			// resumes after the last id sent here.
+			_, _ = io.WriteString(w, ": maximum age reached; reconnect with Last-Event-ID\n\n")
 			return false
 		}
 		evs, err := s.deps.Events.Events(ctx, q)
@@ -70,6 +100,13 @@ func (s *Server) streamEvents(c *gin.Context) {
 				s.log.WarnContext(ctx, "event stream: read events", slog.Any("err", err))
 			}
 			return false // the client reconnects with the last id it got
+		}
+		if len(evs) > 0 || now.Sub(checked) >= s.cfg.StreamRecheck || expired(who, now) {
+			if err := s.recheck(c, who); err != nil {
+				s.streamRefused(ctx, w, who, err)
+				return false
+			}
+			checked = now
 		}
 		// The write deadline set for the answer's first byte would cut a
 		// long stream; each write moves it on instead.
@@ -90,13 +127,81 @@ func (s *Server) streamEvents(c *gin.Context) {
 			}
 			lastWrite = time.Now()
 		}
+		// What was written goes out now, not after the wait.
+		c.Writer.Flush()
 		select {
 		case <-ctx.Done():
 			return false
-		case <-poll.C:
+		case <-poll:
 			return true
 		}
 	})
+}
+
+// expired reports whether the access token of a principal is past its exp
+// (and the skew the verifier allows), so that its stream checks it at once
+// rather than at the next regular check.
+func expired(p principal, now time.Time) bool {
+	return !p.Expires.IsZero() && now.After(p.Expires.Add(bearer.MaxSkew))
+}
+
+// recheck finds the principal of an open stream again from the credential
+// its request came with, by the rules the routes' middleware applied at its
+// start, and refuses one that is gone: an API key revoked, an access token
+// expired or its client's registration revoked, an operator's session
+// signed out or expired, an operator taken off the list. The principal
+// found must be the one the stream began with.
+func (s *Server) recheck(c *gin.Context, was principal) error {
+	var (
+		p   principal
+		err error
+	)
+	if was.Operator != "" {
+		var st *portal.Staff
+		switch st, err = s.deps.Portal.StaffAgain(c); {
+		case err != nil:
+		case st == nil:
+			err = pipeline.Errorf(pipeline.Unauthorized, "the session of %s has ended", was)
+		default:
+			if _, err = s.asOperator(c.Request.Context(), st); err == nil {
+				p = operatorPrincipal(st)
+			}
+		}
+	} else {
+		p, _, err = s.authenticate(c)
+	}
+	if err != nil {
+		return err
+	}
+	if p.ID != was.ID || p.Scope != was.Scope || p.PortfolioID != was.PortfolioID {
+		return pipeline.Errorf(pipeline.Forbidden, "the credential of %s now names %s", was, p)
+	}
+	return nil
+}
+
+// streamRefused ends a stream whose recheck failed, with a comment for the
+// client and a log line: a credential gone is what the check is for; any
+// other failure (the database) is a warning, and the client's reconnect
+// tries again.
+func (s *Server) streamRefused(ctx context.Context, w io.Writer, who principal, err error) {
+	switch pipeline.KindOf(err) {
+	case pipeline.Unauthorized, pipeline.Forbidden:
+		s.log.InfoContext(ctx, "event stream ended: its credential is no longer valid", slog.String("principal", who.String()),
+			slog.String("why", pipeline.MessageOf(err)))
+		_, _ = io.WriteString(w, ": the credential is no longer valid\n\n")
+	default:
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "event stream ended: its credential could not be checked", slog.String("principal", who.String()),
+				slog.Any("err", err))
+		}
+		_, _ = io.WriteString(w, ": the credential could not be checked; reconnect\n\n")
+	}
+}
+
+// wallTicker is the default Config.StreamTick, time.NewTicker.
+func wallTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
 }
 
 // eventJSON is an event's data line: the event as GET /v1/console/events

@@ -127,6 +127,12 @@ func (s *Server) operatorOf(c *gin.Context) (*portal.Staff, error) {
 	if err != nil || st == nil {
 		return nil, err
 	}
+	return s.asOperator(c.Request.Context(), st)
+}
+
+// asOperator decides whether a signed-in person is an operator (see
+// operatorOf).
+func (s *Server) asOperator(ctx context.Context, st *portal.Staff) (*portal.Staff, error) {
 	if !st.SSO {
 		return st, pipeline.Errorf(pipeline.Forbidden, "the operators' console takes single sign-on sessions only")
 	}
@@ -134,7 +140,7 @@ func (s *Server) operatorOf(c *gin.Context) (*portal.Staff, error) {
 		return st, nil
 	}
 	if s.deps.Operators != nil {
-		ok, err := s.deps.Operators.IsOperator(c.Request.Context(), st.Email)
+		ok, err := s.deps.Operators.IsOperator(ctx, st.Email)
 		// An account without a usable address cannot be on the list.
 		if pipeline.KindOf(err) == pipeline.Invalid {
 			ok, err = false, nil
@@ -180,8 +186,14 @@ func (s *Server) allowOperators(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.Set(ctxPrincipal, principal{ID: "operator:" + st.Email, Scope: pipeline.ScopeProcess, Operator: st.Email})
+	c.Set(ctxPrincipal, operatorPrincipal(st))
 	c.Next()
+}
+
+// operatorPrincipal is the principal of an operator signed in to the web
+// console: the process scope, bound to no portfolio.
+func operatorPrincipal(st *portal.Staff) principal {
+	return principal{ID: "operator:" + st.Email, Scope: pipeline.ScopeProcess, Operator: st.Email}
 }
 
 // requireOperatorPage guards the pages: without a session the browser goes

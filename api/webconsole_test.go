@@ -47,6 +47,7 @@ func newWebConsole(t *testing.T, d sqldb.Dialect) *webConsole {
 		t.Fatal(err)
 	}
 	deps.Mako = m
+	f.deps = deps
 	f.srv = api.New(api.Config{Now: f.clock.Now, Logger: quiet}, deps)
 	return &webConsole{f}
 }

@@ -1,6 +1,7 @@
 package portal
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -60,12 +61,21 @@ func (h *Handler) loadSession(c *gin.Context) {
 // resolve finds the live session of a session token: nil when there is
 // none, and then the cookie is removed.
 func (h *Handler) resolve(c *gin.Context, tok string) (*caller, error) {
-	ctx := c.Request.Context()
+	who, err := h.liveSession(c.Request.Context(), tok, true)
+	if err == nil && who == nil {
+		h.clearSession(c)
+	}
+	return who, err
+}
+
+// liveSession finds the live session of a session token and its user: nil
+// when there is none, and an expired one is deleted. touch records the use
+// (at most once a minute), which keeps the session from its idle expiry.
+func (h *Handler) liveSession(ctx context.Context, tok string, touch bool) (*caller, error) {
 	now := h.now()
 	s, err := h.store.Session(ctx, hash(tok))
 	switch {
 	case pipeline.KindOf(err) == pipeline.NotFound:
-		h.clearSession(c)
 		return nil, nil
 	case err != nil:
 		return nil, err
@@ -74,14 +84,13 @@ func (h *Handler) resolve(c *gin.Context, tok string) (*caller, error) {
 		if err := h.store.DeleteSession(ctx, s.IDHash); err != nil {
 			return nil, err
 		}
-		h.clearSession(c)
 		return nil, nil
 	}
 	u, err := h.store.UserByID(ctx, s.UserID)
 	if err != nil {
 		return nil, err
 	}
-	if now.Sub(s.LastSeenAt) >= touchEvery {
+	if touch && now.Sub(s.LastSeenAt) >= touchEvery {
 		if err := h.store.TouchSession(ctx, s.IDHash, now); err != nil {
 			return nil, err
 		}

@@ -37,9 +37,31 @@ func (h *Handler) StaffOf(c *gin.Context) (*Staff, error) {
 		}
 		c.Set(ctxCaller, who)
 	}
+	return staffOf(who), nil
+}
+
+// StaffAgain resolves the session cookie of a request afresh, not from what
+// the request found at its start: a long request (the console's event
+// stream) asks it to learn whether the session has ended since, signed out
+// or expired. It records no use of the session, so that an open page on its
+// own does not keep the session from its idle expiry. Nil means the session
+// is gone.
+func (h *Handler) StaffAgain(c *gin.Context) (*Staff, error) {
+	tok := h.cookie(c, sessionCookie)
+	if tok == "" {
+		return nil, nil
+	}
+	who, err := h.liveSession(c.Request.Context(), tok, false)
+	if err != nil || who == nil {
+		return nil, err
+	}
+	return staffOf(who), nil
+}
+
+func staffOf(who *caller) *Staff {
 	return &Staff{UserID: who.user.ID, Email: who.user.Email, Name: who.user.Name,
 		SSO:           who.session.Method == portal.MethodSSO && who.session.Client == portal.ClientWeb,
-		OperatorClaim: who.session.OperatorClaim}, nil
+		OperatorClaim: who.session.OperatorClaim}
 }
 
 // CheckCSRF applies the portal's CSRF rules to a state-changing request of

@@ -206,23 +206,45 @@
     return (n < 10 ? "0" : "") + n;
   }
 
-  function live() {
+  // live opens the event stream after the event id after.
+  function live(after) {
     var url = meta("sb-live");
     var list = document.getElementById("live");
     var state = document.getElementById("live-status");
     if (!url || !list || !window.EventSource) {
       return;
     }
-    var after = meta("sb-live-after");
+    var last = after;
     var source = new EventSource(url + (after ? "?last_event_id=" + encodeURIComponent(after) : ""));
     source.onopen = function () {
       state.textContent = "verbunden";
     };
     source.onerror = function () {
-      state.textContent = "Verbindung unterbrochen, verbinde neu …";
+      // EventSource reconnects by itself after a stream that ended (the
+      // server ends each one after 30 minutes), but gives up on a refused
+      // reconnect. A session signed out or expired (401) or a person who is
+      // no longer an operator (403) stays refused; anything else (a replica
+      // draining for a restart answers 503) is tried again after a pause.
+      if (source.readyState !== EventSource.CLOSED) {
+        state.textContent = "Verbindung unterbrochen, verbinde neu …";
+        return;
+      }
+      fetch("/v1/console/events?limit=1", {credentials: "same-origin"}).then(function (res) {
+        if (res.status === 401 || res.status === 403) {
+          state.textContent = "Sitzung beendet – bitte neu anmelden";
+          return;
+        }
+        state.textContent = "Verbindung unterbrochen, verbinde neu …";
+        setTimeout(function () { live(last); }, 5000);
+      }).catch(function () {
+        setTimeout(function () { live(last); }, 5000);
+      });
     };
     function onEvent(ev) {
       var e;
+      if (ev.lastEventId) {
+        last = ev.lastEventId;
+      }
       try {
         e = JSON.parse(ev.data);
       } catch (err) {
@@ -266,7 +288,7 @@
 
   document.addEventListener("submit", submit);
   document.addEventListener("DOMContentLoaded", function () {
-    live();
+    live(meta("sb-live-after"));
     countdown();
     setInterval(countdown, 1000);
   });
