@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	// The delivery calendar must not depend on the host's zoneinfo: a container
@@ -44,6 +47,18 @@ func ParseDay(s string) (Day, error) {
 		return Day{}, Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
 	}
 	t, err := time.Parse(time.DateOnly, s)
+	var pe *time.ParseError
+	if errors.As(err, &pe) && strings.HasSuffix(pe.Message, "out of range") {
+		// The form is right and the date does not exist, as 2026-02-30:
+		// say so rather than ask for the form the caller used.
+		y, _ := strconv.Atoi(s[:4])
+		m, _ := strconv.Atoi(s[5:7])
+		if m < 1 || m > 12 {
+			return Day{}, Errorf(Invalid, "day %q does not exist: there is no month %02d", s, m)
+		}
+		last := time.Date(y, time.Month(m)+1, 0, 12, 0, 0, 0, time.UTC).Day()
+		return Day{}, Errorf(Invalid, "day %q does not exist: %s %d has %d days", s, time.Month(m), y, last)
+	}
 	if err != nil {
 		return Day{}, Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
 	}

@@ -374,11 +374,29 @@ func isTerminal(w io.Writer) bool {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	return runIO(ctx, args, stdout, stderr, isTerminal(stderr), getenv)
+	return runEnv{stdout: stdout, stderr: stderr, terminal: isTerminal(stderr), getenv: getenv, now: time.Now}.run(ctx, args)
 }
 
 // runIO runs one command line; terminal says whether stderr is a terminal.
 func runIO(ctx context.Context, args []string, stdout, stderr io.Writer, terminal bool, getenv func(string) string) int {
+	return runEnv{stdout: stdout, stderr: stderr, terminal: terminal, getenv: getenv, now: time.Now}.run(ctx, args)
+}
+
+// runEnv is what a command line runs in: in main, the process's streams,
+// environment and clock; in tests, fakes of them.
+type runEnv struct {
+	stdout, stderr io.Writer
+	// terminal says whether stderr is a terminal.
+	terminal bool
+	getenv   func(string) string
+	// environ lists the environment's variables for the warning about
+	// unknown SCHEDBRIDGE_ names; nil skips the check.
+	environ func() []string
+	now     func() time.Time
+}
+
+func (e runEnv) run(ctx context.Context, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	configPath, args := extractConfigFlag(args)
 	if len(args) == 0 {
 		writeUsage(stderr)
@@ -387,7 +405,12 @@ func runIO(ctx context.Context, args []string, stdout, stderr io.Writer, termina
 	if args[0] == "help" || isHelp(args[0]) {
 		if args[0] == "help" && len(args) > 1 {
 			c := tree
+			// What follows a runnable command is its arguments, as in
+			// `help run chain`: the help is the command's.
 			for _, name := range args[1:] {
+				if c.define != nil {
+					break
+				}
 				s := c.sub(name)
 				if s == nil && c == tree {
 					return failUsage(stderr, &cliError{msg: fmt.Sprintf("help: unknown command %q", name)})
@@ -411,7 +434,7 @@ func runIO(ctx context.Context, args []string, stdout, stderr io.Writer, termina
 	if err != nil {
 		return failUsage(stderr, err)
 	}
-	a := &app{stdout: stdout, stderr: stderr, now: time.Now, terminal: terminal, command: c.path}
+	a := &app{stdout: stdout, stderr: stderr, now: e.now, terminal: e.terminal, command: c.path}
 	fs := newFlagSet(c.path)
 	act := c.define(a, fs)
 	pos, err := parseInterspersed(fs, rest)
@@ -422,13 +445,22 @@ func runIO(ctx context.Context, args []string, stdout, stderr io.Writer, termina
 	if err != nil {
 		return failUsage(stderr, &cliError{path: c.path, msg: c.path + ": " + err.Error()})
 	}
-	cfg, err := loadConfig(configPath, getenv)
+	cfg, err := loadConfig(configPath, e.getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "schedbridge:", oneLine(err))
 		return 2
 	}
 	a.cfg = cfg
-	a.log = newLogger(cfg, stderr)
+	if a.terminal && c.path != "serve" {
+		a.log = terminalLogger(cfg, a.tw())
+	} else {
+		a.log = newLogger(cfg, stderr)
+	}
+	if e.environ != nil {
+		for _, w := range unknownEnvVars(e.environ()) {
+			a.warn(w.sentence(), "variable", w.name, "nearest", w.nearest)
+		}
+	}
 	if err := act(ctx, pos); err != nil {
 		return a.fail(err)
 	}
@@ -464,27 +496,86 @@ func helpFlags(c *command) *flag.FlagSet {
 	return fs
 }
 
-// fail reports the error of a command. Bad input exits 2 with one line on
-// stderr: a mistake on the command line (usagef) with a hint to the usage
-// as its second line, bad data the domain refused (pipeline.Invalid, such
-// as an unknown portfolio) without one, since the usage would not help. A
-// failure of the work itself exits 1 and is, off a terminal, a log record
-// like the command's other lines.
+// fail reports the error of a command. A refusal of the command's input
+// exits 2 with one line on stderr: a mistake on the command line (usagef)
+// with a hint to the usage as its second line; data the domain refused
+// (pipeline.Invalid or TooLarge, such as a day that does not exist or an
+// input file that cannot be read) and a thing named that is not there
+// (pipeline.NotFound, such as an unknown portfolio or key) without one,
+// since the usage would not help. A failure of the work itself exits 1 and
+// is, off a terminal, a log record like the command's other lines.
 func (a *app) fail(err error) int {
 	var ue usageError
 	switch {
 	case errors.As(err, &ue):
 		fmt.Fprintf(a.stderr, "schedbridge: %s: %s\n%s\n", a.command, err, hint(a.command))
 		return 2
-	case pipeline.KindOf(err) == pipeline.Invalid:
-		fmt.Fprintf(a.stderr, "schedbridge: %s: %s\n", a.command, err)
+	case isRefusal(err):
+		fmt.Fprintf(a.stderr, "schedbridge: %s: %s\n", a.command, oneLine(err))
 		return 2
 	case a.terminal:
-		fmt.Fprintf(a.stderr, "schedbridge: %s: %s\n", a.command, err)
+		fmt.Fprintf(a.tw(), "schedbridge: %s: %s\n", a.command, err)
 	default:
 		a.log.Error("command failed", "command", a.command, "err", err.Error())
 	}
 	return 1
+}
+
+// isRefusal says whether err refuses what the command was given rather
+// than reports a failure of its work.
+func isRefusal(err error) bool {
+	var wf workFailed
+	if errors.As(err, &wf) {
+		return false
+	}
+	switch pipeline.KindOf(err) {
+	case pipeline.Invalid, pipeline.NotFound, pipeline.TooLarge:
+		return true
+	}
+	return false
+}
+
+// workFailed marks the failure of work a command started, such as a run
+// whose stage met bad stored data: it exits 1 whatever its kind, since
+// the command's input was accepted.
+type workFailed struct{ err error }
+
+func (w workFailed) Error() string { return w.err.Error() }
+func (w workFailed) Unwrap() error { return w.err }
+
+// inputFile opens a file named on the command line; one that cannot be
+// read is a refusal of the input that names the file and the reason.
+func inputFile(path string) (*os.File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, pipeline.Errorf(pipeline.Invalid, "cannot read %s: %s", path, pathReason(err))
+	}
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		f.Close()
+		return nil, pipeline.Errorf(pipeline.Invalid, "cannot read %s: it is a directory, want a file", path)
+	}
+	return f, nil
+}
+
+// readInput reads a whole file named on the command line, as inputFile
+// opens it.
+func readInput(path string) ([]byte, error) {
+	f, err := inputFile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// pathReason is the reason of a failed file operation without the
+// operation and the path, which the caller's sentence names.
+func pathReason(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 type usageError struct{ msg string }

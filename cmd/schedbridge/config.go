@@ -2,21 +2,25 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/mail"
 	"net/url"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agnivade/levenshtein"
 	"gopkg.in/yaml.v3"
 
 	"github.com/schedbridge/schedbridge/jobs"
@@ -28,26 +32,26 @@ import (
 // Every YAML key has an environment variable (envVars); the fields tagged
 // secret are redacted by `schedbridge config`.
 type Config struct {
-	Addr            string         `yaml:"addr"`
-	DataDir         string         `yaml:"data_dir"`
-	DatabaseURL     string         `yaml:"database_url"`
-	MaxBodyBytes    int64          `yaml:"max_body_bytes"`
-	ReadTimeout     time.Duration  `yaml:"read_timeout"`
-	WriteTimeout    time.Duration  `yaml:"write_timeout"`
-	RateLimit       float64        `yaml:"rate_limit"`
-	RateBurst       int            `yaml:"rate_burst"`
-	RetryAfter      time.Duration  `yaml:"retry_after"`
-	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout"`
-	DrainGrace      time.Duration  `yaml:"drain_grace"`
-	LogLevel        string         `yaml:"log_level"`
-	LogFormat       string         `yaml:"log_format"`
+	Addr            string         `yaml:"addr" check:"listen"`
+	DataDir         string         `yaml:"data_dir" check:"nonempty"`
+	DatabaseURL     string         `yaml:"database_url" check:"custom"`
+	MaxBodyBytes    int64          `yaml:"max_body_bytes" check:"positive"`
+	ReadTimeout     time.Duration  `yaml:"read_timeout" check:"positive"`
+	WriteTimeout    time.Duration  `yaml:"write_timeout" check:"positive"`
+	RateLimit       float64        `yaml:"rate_limit" check:"nonnegative"`
+	RateBurst       int            `yaml:"rate_burst" check:"nonnegative"`
+	RetryAfter      time.Duration  `yaml:"retry_after" check:"positive"`
+	ShutdownTimeout time.Duration  `yaml:"shutdown_timeout" check:"positive"`
+	DrainGrace      time.Duration  `yaml:"drain_grace" check:"nonnegative"`
+	LogLevel        string         `yaml:"log_level" check:"custom"`
+	LogFormat       string         `yaml:"log_format" check:"oneof=json|text"`
 	S3              S3Config       `yaml:"s3"`
 	Inbox           InboxConfig    `yaml:"inbox"`
 	Pipeline        PipelineConfig `yaml:"pipeline"`
 	Mako            MakoConfig     `yaml:"mako"`
 	// Environment marks the deployment: "production" (the default) or
 	// "development". Production refuses the portal's insecure cookies.
-	Environment string        `yaml:"environment"`
+	Environment string        `yaml:"environment" check:"oneof=production|development"`
 	Portal      PortalConfig  `yaml:"portal"`
 	Console     ConsoleConfig `yaml:"console"`
 }
@@ -58,75 +62,75 @@ type ConsoleConfig struct {
 	// OperatorGroups are the values of the provider's groups claim
 	// (portal.oidc.groups_claim) that make a person an operator; beside
 	// them, the operator list kept with `schedbridge operator` does.
-	OperatorGroups []string `yaml:"operator_groups"`
+	OperatorGroups []string `yaml:"operator_groups" check:"free"`
 }
 
 // S3Config selects the bucket. Without an endpoint the bucket is the local
 // directory <data_dir>/bucket.
 type S3Config struct {
-	Endpoint  string `yaml:"endpoint"`
-	Bucket    string `yaml:"bucket"`
-	AccessKey string `yaml:"access_key"`
-	SecretKey string `yaml:"secret_key" secret:"true"`
-	UseSSL    bool   `yaml:"use_ssl"`
-	Region    string `yaml:"region"`
+	Endpoint  string `yaml:"endpoint" check:"custom"`
+	Bucket    string `yaml:"bucket" check:"custom"`
+	AccessKey string `yaml:"access_key" check:"custom"`
+	SecretKey string `yaml:"secret_key" secret:"true" check:"custom"`
+	UseSSL    bool   `yaml:"use_ssl" check:"free"`
+	Region    string `yaml:"region" check:"free"`
 }
 
 // InboxConfig tunes the bulk inbox that serve runs.
 type InboxConfig struct {
-	Enabled      bool          `yaml:"enabled"`
-	Interval     time.Duration `yaml:"interval"`
-	Lease        time.Duration `yaml:"lease"`
-	MaxFileBytes int64         `yaml:"max_file_bytes"`
+	Enabled      bool          `yaml:"enabled" check:"free"`
+	Interval     time.Duration `yaml:"interval" check:"positive"`
+	Lease        time.Duration `yaml:"lease" check:"custom"`
+	MaxFileBytes int64         `yaml:"max_file_bytes" check:"positive"`
 	// MaxAttempts is how often a file is tried when its processing fails
 	// for reasons that are not the file's fault, before it is failed and
 	// left for an operator to retry (GET /v1/console/inbox?state=failed).
-	MaxAttempts  int    `yaml:"max_attempts"`
-	WebhookToken string `yaml:"webhook_token" secret:"true"`
-	WebhookOpen  bool   `yaml:"webhook_open"`
+	MaxAttempts  int    `yaml:"max_attempts" check:"positive"`
+	WebhookToken string `yaml:"webhook_token" secret:"true" check:"custom"`
+	WebhookOpen  bool   `yaml:"webhook_open" check:"custom"`
 }
 
 // MakoConfig configures the market communication with the DSOs.
 type MakoConfig struct {
 	// Sync runs the channel sync in serve every Interval (default 5 min).
-	Sync     bool          `yaml:"sync"`
-	Interval time.Duration `yaml:"interval"`
+	Sync     bool          `yaml:"sync" check:"free"`
+	Interval time.Duration `yaml:"interval" check:"positive"`
 	Self     MakoSelf      `yaml:"self"`
 	// MailFolders maps folder names to "in" or "out"; unlisted folders hold
 	// received mail. The default knows INBOX, Sent, Gesendet and Gesendete
 	// Elemente.
-	MailFolders map[string]string `yaml:"mail_folders"`
+	MailFolders map[string]string `yaml:"mail_folders" check:"custom"`
 	IMAP        IMAPConfig        `yaml:"imap"`
 }
 
 // MakoSelf is our identity as sender of PARTIN and Zuordnungsermaechtigung.
 type MakoSelf struct {
-	MPID            string   `yaml:"mp_id"`
-	Name            string   `yaml:"name"`
-	Street          string   `yaml:"street"`
-	PostalCode      string   `yaml:"postal_code"`
-	City            string   `yaml:"city"`
-	ContactName     string   `yaml:"contact_name"`
-	Email           string   `yaml:"email"`
-	Phone           string   `yaml:"phone"`
-	PartinProcessID string   `yaml:"partin_process_id"`
-	BalancingGroup  string   `yaml:"balancing_group"`
-	Supplier        string   `yaml:"supplier"`
-	SeriesTypes     []string `yaml:"series_types"`
+	MPID            string   `yaml:"mp_id" check:"free"`
+	Name            string   `yaml:"name" check:"free"`
+	Street          string   `yaml:"street" check:"free"`
+	PostalCode      string   `yaml:"postal_code" check:"free"`
+	City            string   `yaml:"city" check:"free"`
+	ContactName     string   `yaml:"contact_name" check:"free"`
+	Email           string   `yaml:"email" check:"custom"`
+	Phone           string   `yaml:"phone" check:"free"`
+	PartinProcessID string   `yaml:"partin_process_id" check:"free"`
+	BalancingGroup  string   `yaml:"balancing_group" check:"free"`
+	Supplier        string   `yaml:"supplier" check:"free"`
+	SeriesTypes     []string `yaml:"series_types" check:"free"`
 }
 
 // IMAPConfig is the mailbox synced for the mail channel; no address, no
 // IMAP sync (the .eml files of inbox/mail/ are still read).
 type IMAPConfig struct {
-	Addr     string   `yaml:"addr"`
-	Username string   `yaml:"username"`
-	Password string   `yaml:"password" secret:"true"`
-	Security string   `yaml:"security"` // tls (default), starttls, none (loopback only)
-	Folders  []string `yaml:"folders"`
+	Addr     string   `yaml:"addr" check:"custom"`
+	Username string   `yaml:"username" check:"custom"`
+	Password string   `yaml:"password" secret:"true" check:"custom"`
+	Security string   `yaml:"security" check:"oneof=tls|starttls|none"` // tls (default), starttls, none (loopback only)
+	Folders  []string `yaml:"folders" check:"free"`
 }
 
 func defaultConfig() Config {
-	return Config{
+	c := Config{
 		Addr:            "127.0.0.1:8080",
 		DataDir:         "./var",
 		MaxBodyBytes:    64 << 20,
@@ -145,7 +149,26 @@ func defaultConfig() Config {
 		Portal: PortalConfig{Enabled: true, SessionIdle: 30 * time.Minute, SessionAbsolute: 12 * time.Hour,
 			MagicLinkTTL: 15 * time.Minute, MagicLinksPerHour: 5, SMTP: PortalSMTP{Security: "starttls"}},
 	}
+	// The maps hold the defaults in effect, so that `schedbridge config`
+	// prints them; the file and the variables add and replace entries.
+	c.Pipeline.Schedule = map[string]string{}
+	for st, spec := range jobs.DefaultSpecs {
+		c.Pipeline.Schedule[string(st)] = spec
+	}
+	c.Pipeline.TSOParty, c.Pipeline.ControlAreaEIC = map[string]string{}, map[string]string{}
+	for area, eic := range jobs.Defaults().TSOParty {
+		c.Pipeline.TSOParty[string(area)] = eic
+	}
+	for area, eic := range jobs.Defaults().AreaEIC {
+		c.Pipeline.ControlAreaEIC[string(area)] = eic
+	}
+	c.Mako.MailFolders = maps.Clone(defaultMailFolders)
+	return c
 }
+
+// defaultMailFolders are the mail folders whose direction is known without
+// configuration; unlisted folders hold received mail.
+var defaultMailFolders = map[string]string{"INBOX": "in", "Sent": "out", "Gesendet": "out", "Gesendete Elemente": "out"}
 
 // envVar binds one environment variable to the YAML key it overrides. A
 // key inside a map ("pipeline.schedule.forecast") sets one entry.
@@ -265,16 +288,16 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		dec := yaml.NewDecoder(bytes.NewReader(b))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			return c, fmt.Errorf("config %s: %w", path, err)
+			return c, fmt.Errorf("config %s: %w", path, yamlError(b, err))
 		}
 	}
 	for _, e := range envVars {
 		if v := getenv(e.name); v != "" {
 			if err := setKey(&c, e.key, v); err != nil {
 				if isSecret(e.key) {
-					return c, fmt.Errorf("%s: %w", e.name, err)
+					return c, fmt.Errorf("%s (%s): %w", e.name, e.key, err)
 				}
-				return c, fmt.Errorf("%s=%q: %w", e.name, v, err)
+				return c, fmt.Errorf("%s=%q (%s): %w", e.name, v, e.key, err)
 			}
 		}
 	}
@@ -286,73 +309,36 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 
 // check validates the merged configuration. Messages name the YAML key and
 // its variable; they quote a value only where it cannot be a secret.
+//
+// Every leaf of Config carries a check tag, which TestEveryKeyIsChecked
+// demands, so that a new field is checked from its first day: a rule that
+// checkTags applies (positive, nonnegative, nonempty, listen, oneof=a|b),
+// "custom" for a field that the code below checks, or "free" for a field
+// that its type says all about.
 func (c *Config) check() error {
-	var (
-		positive = func(key string, d time.Duration) error {
-			if d <= 0 {
-				return fmt.Errorf("%s %s: want a positive duration", keyName(key), d)
-			}
-			return nil
-		}
-		oneOf = func(key, v string, want ...string) error {
-			if !slices.Contains(want, v) {
-				return fmt.Errorf("%s %q: want %s", keyName(key), v, orList(want))
-			}
-			return nil
-		}
-	)
-	if err := checkHostPort("addr", c.Addr, true); err != nil {
+	if err := checkTags(reflect.ValueOf(c).Elem(), ""); err != nil {
 		return err
-	}
-	if c.DataDir == "" {
-		return fmt.Errorf("%s: must not be empty", keyName("data_dir"))
 	}
 	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
 		return err
-	}
-	if c.MaxBodyBytes <= 0 {
-		return fmt.Errorf("%s must be positive, got %d", keyName("max_body_bytes"), c.MaxBodyBytes)
-	}
-	for _, d := range []struct {
-		key string
-		v   time.Duration
-	}{{"read_timeout", c.ReadTimeout}, {"write_timeout", c.WriteTimeout}, {"retry_after", c.RetryAfter},
-		{"shutdown_timeout", c.ShutdownTimeout}, {"inbox.interval", c.Inbox.Interval}, {"pipeline.backoff", c.Pipeline.Backoff},
-		{"mako.interval", c.Mako.Interval}} {
-		if err := positive(d.key, d.v); err != nil {
-			return err
-		}
-	}
-	if c.DrainGrace < 0 {
-		return fmt.Errorf("%s %s: must not be negative", keyName("drain_grace"), c.DrainGrace)
-	}
-	if c.RateLimit < 0 || c.RateBurst < 0 {
-		return fmt.Errorf("%s and %s must not be negative", keyName("rate_limit"), keyName("rate_burst"))
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		return fmt.Errorf("%s %q: want debug, info, warn or error", keyName("log_level"), c.LogLevel)
 	}
-	if err := oneOf("log_format", c.LogFormat, "json", "text"); err != nil {
-		return err
-	}
-	if err := oneOf("environment", c.Environment, "production", "development"); err != nil {
-		return err
-	}
 	if e := c.S3.Endpoint; e != "" && (strings.Contains(e, "/") || strings.ContainsAny(e, " \t")) {
 		return fmt.Errorf("%s %q: want host or host:port, without a scheme (s3.use_ssl selects https)", keyName("s3.endpoint"), e)
 	}
 	if c.S3.Endpoint != "" && (c.S3.AccessKey == "" || c.S3.SecretKey == "" || c.S3.Bucket == "") {
-		return fmt.Errorf("s3: an endpoint needs a bucket, an access key and a secret key")
+		return fmt.Errorf("%s: an endpoint needs %s, %s and %s", keyName("s3.endpoint"), keyName("s3.bucket"),
+			keyName("s3.access_key"), keyName("s3.secret_key"))
 	}
 	if c.Inbox.WebhookOpen && c.Inbox.WebhookToken != "" {
-		return fmt.Errorf("inbox: webhook_open and webhook_token exclude each other; with a token the webhook is not open")
+		return fmt.Errorf("%s and %s exclude each other; with a token the webhook is not open",
+			keyName("inbox.webhook_open"), keyName("inbox.webhook_token"))
 	}
 	if c.Inbox.Lease < 3*time.Second {
 		return fmt.Errorf("%s %s: want at least 3s", keyName("inbox.lease"), c.Inbox.Lease)
-	}
-	if c.Inbox.MaxFileBytes <= 0 || c.Inbox.MaxAttempts < 1 {
-		return fmt.Errorf("inbox: %s must be positive and %s at least 1", keyName("inbox.max_file_bytes"), keyName("inbox.max_attempts"))
 	}
 	if err := c.Pipeline.check(); err != nil {
 		return err
@@ -360,21 +346,88 @@ func (c *Config) check() error {
 	if err := c.Mako.check(); err != nil {
 		return err
 	}
-	return c.checkPortal()
+	if err := c.checkPortal(); err != nil {
+		return err
+	}
+	// A burst of 0 stands for the API's default, twice the rate; the
+	// configuration holds the value in effect, so that `schedbridge config`
+	// shows it.
+	if c.RateBurst == 0 {
+		c.RateBurst = max(1, int(2*c.RateLimit))
+	}
+	return nil
+}
+
+// checkTags applies the check tags of the struct v's fields, key being the
+// YAML key of v.
+func checkTags(v reflect.Value, key string) error {
+	for i := 0; i < v.NumField(); i++ {
+		f, sf := v.Field(i), v.Type().Field(i)
+		name, _, _ := strings.Cut(sf.Tag.Get("yaml"), ",")
+		k := strings.TrimPrefix(key+"."+name, ".")
+		if f.Kind() == reflect.Struct {
+			if err := checkTags(f, k); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := checkRule(sf.Tag.Get("check"), k, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRule applies one check tag's rule to the value f of key.
+func checkRule(rule, key string, f reflect.Value) error {
+	sign := func() int {
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			return cmp.Compare(f.Int(), 0)
+		case reflect.Float64:
+			return cmp.Compare(f.Float(), 0)
+		}
+		panic("config: rule " + rule + " on " + key + " of kind " + f.Kind().String())
+	}
+	show := func() string {
+		if f.Type() == durationType {
+			return time.Duration(f.Int()).String()
+		}
+		return fmt.Sprint(f.Interface())
+	}
+	switch {
+	case rule == "free", rule == "custom":
+	case rule == "positive":
+		if sign() <= 0 {
+			return fmt.Errorf("%s %s: must be positive", keyName(key), show())
+		}
+	case rule == "nonnegative":
+		if sign() < 0 {
+			return fmt.Errorf("%s %s: must not be negative", keyName(key), show())
+		}
+	case rule == "nonempty":
+		if f.String() == "" {
+			return fmt.Errorf("%s: must not be empty", keyName(key))
+		}
+	case rule == "listen":
+		return checkHostPort(key, f.String(), true)
+	case strings.HasPrefix(rule, "oneof="):
+		want := strings.Split(strings.TrimPrefix(rule, "oneof="), "|")
+		if !slices.Contains(want, f.String()) {
+			return fmt.Errorf("%s %q: want %s", keyName(key), f.String(), orList(want))
+		}
+	default:
+		panic("config: unknown check rule " + rule + " of " + key)
+	}
+	return nil
 }
 
 func (pc PipelineConfig) check() error {
-	if pc.Attempts < 1 || pc.HistoryWeeks < 1 {
-		return fmt.Errorf("pipeline: %s and %s must be at least 1", keyName("pipeline.attempts"), keyName("pipeline.history_weeks"))
-	}
-	if pc.Compression != "zstd" && pc.Compression != "snappy" {
-		return fmt.Errorf("%s %q: want zstd or snappy", keyName("pipeline.compression"), pc.Compression)
-	}
-	if pc.RunHeartbeat <= 0 || pc.LeaderPoll <= 0 || pc.RunStaleAfter < 2*pc.RunHeartbeat {
+	if pc.RunStaleAfter < 2*pc.RunHeartbeat {
 		// A threshold under two heartbeats would fail runs that are alive
 		// but whose refresh was merely late.
-		return fmt.Errorf("pipeline: %s and %s must be positive and %s at least twice the heartbeat (got %s and %s), or live runs are failed",
-			keyName("pipeline.run_heartbeat"), keyName("pipeline.leader_poll"), keyName("pipeline.run_stale_after"), pc.RunHeartbeat, pc.RunStaleAfter)
+		return fmt.Errorf("%s %s: want at least twice %s (%s), or live runs are failed",
+			keyName("pipeline.run_stale_after"), pc.RunStaleAfter, keyName("pipeline.run_heartbeat"), pc.RunHeartbeat)
 	}
 	if pc.LakeRetention < time.Hour {
 		// The sweep removes unpublished run files older than the retention;
@@ -396,15 +449,13 @@ func (pc PipelineConfig) check() error {
 }
 
 func (mc MakoConfig) check() error {
-	if sec := mc.IMAP.Security; sec != "tls" && sec != "starttls" && sec != "none" {
-		return fmt.Errorf("%s %q: want tls, starttls or none", keyName("mako.imap.security"), sec)
-	}
 	if a := mc.IMAP.Addr; a != "" {
 		if strings.Contains(a, "://") {
 			return fmt.Errorf("%s %q: want host or host:port, without a scheme", keyName("mako.imap.addr"), a)
 		}
 		if mc.IMAP.Username == "" || mc.IMAP.Password == "" {
-			return fmt.Errorf("mako.imap: an address needs a username and a password")
+			return fmt.Errorf("%s: an address needs %s and %s", keyName("mako.imap.addr"),
+				keyName("mako.imap.username"), keyName("mako.imap.password"))
 		}
 	}
 	for f, d := range mc.MailFolders {
@@ -547,7 +598,12 @@ func setKey(c *Config, key, s string) error {
 		}
 		v.Set(reflect.ValueOf(list))
 	case v.Kind() == reflect.Map:
+		// The pairs add to the map's entries (its defaults, the file's),
+		// as a YAML map does.
 		m := map[string]string{}
+		if !v.IsNil() {
+			m = maps.Clone(v.Interface().(map[string]string))
+		}
 		for _, pair := range strings.Split(s, ",") {
 			k, val, ok := strings.Cut(pair, "=")
 			if k, val = strings.TrimSpace(k), strings.TrimSpace(val); !ok || k == "" {
@@ -614,4 +670,168 @@ func (a *app) printConfig(ctx context.Context) error {
 	}
 	_, err = a.stdout.Write(b)
 	return err
+}
+
+// yamlError rewrites the YAML decoder's problems so that each names the
+// key it is about, with its variable, instead of a Go type: the decoder
+// says "line 3: cannot unmarshal !!str `soon` into time.Duration" and
+// "line 4: field mpid not found in type main.MakoSelf".
+func yamlError(text []byte, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(text, &doc) != nil {
+		return err
+	}
+	// The keys of the file by the line of their value or, for an unknown
+	// key, of the key itself.
+	keys, values := map[int]string{}, map[int]string{}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+			walk(n.Content[0], prefix)
+			return
+		}
+		if n.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			key := strings.TrimPrefix(prefix+"."+k.Value, ".")
+			keys[k.Line] = key
+			if v.Line != k.Line {
+				keys[v.Line] = key
+			}
+			if v.Kind == yaml.ScalarNode {
+				values[v.Line] = v.Value
+			}
+			walk(v, key)
+		}
+	}
+	walk(&doc, "")
+	known := yamlLeafKeys(reflect.TypeOf(Config{}), "")
+	msgs := make([]string, len(te.Errors))
+	for i, m := range te.Errors {
+		msgs[i] = m
+		var line int
+		if _, err := fmt.Sscanf(m, "line %d:", &line); err != nil {
+			continue
+		}
+		key, ok := keys[line]
+		if !ok {
+			continue
+		}
+		switch {
+		case strings.Contains(m, " not found in type "):
+			msgs[i] = fmt.Sprintf("line %d: unknown key %s", line, key)
+			if near := nearest(key, known); near != "" {
+				msgs[i] += fmt.Sprintf(" (did you mean %s?)", near)
+			}
+		case strings.Contains(m, "cannot unmarshal"):
+			want, shown := "a value of another type", ""
+			if _, sf, _ := fieldOf(key); sf.Type != nil {
+				want = typeWant(sf.Type)
+				if v, ok := values[line]; ok && sf.Tag.Get("secret") != "true" {
+					shown = fmt.Sprintf(" %q", v)
+				}
+			}
+			msgs[i] = fmt.Sprintf("line %d: %s%s: want %s", line, keyName(key), shown, want)
+		}
+	}
+	return errors.New(strings.Join(msgs, "\n"))
+}
+
+// fieldOf is field for a key read from a file, which may name no field.
+func fieldOf(key string) (v reflect.Value, sf reflect.StructField, mapKey string) {
+	defer func() {
+		if recover() != nil {
+			sf = reflect.StructField{}
+		}
+	}()
+	return field(&Config{}, key)
+}
+
+// typeWant says in words what a field of type t takes.
+func typeWant(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "a duration such as 30s, 5m or 1h30m"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		return "an integer"
+	case t.Kind() == reflect.Float64:
+		return "a number"
+	case t.Kind() == reflect.Slice:
+		return "a list"
+	case t.Kind() == reflect.Map:
+		return "a map of names to values"
+	}
+	return "text"
+}
+
+// yamlLeafKeys lists the YAML keys of the configuration's leaves.
+func yamlLeafKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		key := strings.TrimPrefix(prefix+"."+name, ".")
+		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
+			out = append(out, yamlLeafKeys(f.Type, key)...)
+			continue
+		}
+		out = append(out, key)
+	}
+	return out
+}
+
+// nearest is the name of known closest to name by edit distance, the
+// first of equals in known's order.
+func nearest(name string, known []string) string {
+	best, dist := "", -1
+	for _, k := range known {
+		if d := levenshtein.ComputeDistance(name, k); dist < 0 || d < dist {
+			best, dist = k, d
+		}
+	}
+	return best
+}
+
+// envWarning is a variable of the SCHEDBRIDGE_ prefix that no setting has.
+type envWarning struct{ name, nearest string }
+
+func (w envWarning) sentence() string {
+	s := fmt.Sprintf("the environment variable %s is no setting of schedbridge and is ignored", w.name)
+	if w.nearest != "" {
+		s += fmt.Sprintf("; did you mean %s?", w.nearest)
+	}
+	return s
+}
+
+// kubernetesService matches the variables Kubernetes injects for a Service
+// named schedbridge (SCHEDBRIDGE_SERVICE_HOST, SCHEDBRIDGE_PORT_8080_TCP,
+// ...): they are not meant for schedbridge, and are not mistakes.
+var kubernetesService = regexp.MustCompile(`^SCHEDBRIDGE_(SERVICE_(HOST|PORT)(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$`)
+
+// unknownEnvVars finds the SCHEDBRIDGE_ variables of environ (NAME=VALUE
+// pairs) that set nothing: a typo would otherwise leave its setting at the
+// default without a word. They are warned about, not refused, since
+// something else may have put them there.
+func unknownEnvVars(environ []string) []envWarning {
+	known := make([]string, len(envVars))
+	for i, e := range envVars {
+		known[i] = e.name
+	}
+	var out []envWarning
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "SCHEDBRIDGE_") || slices.Contains(known, name) || kubernetesService.MatchString(name) {
+			continue
+		}
+		out = append(out, envWarning{name: name, nearest: nearest(name, known)})
+	}
+	return out
 }

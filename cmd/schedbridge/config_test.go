@@ -97,7 +97,12 @@ func TestEveryKeyHasAnEnvVar(t *testing.T) {
 		case v.Kind() == reflect.Slice:
 			text, want = "a, b", []string{"a", "b"}
 		case v.Kind() == reflect.Map:
-			text, want = "k1=v1,k2=v2", map[string]string{"k1": "v1", "k2": "v2"}
+			// The pairs add to the defaults.
+			m := map[string]string{"k1": "v1", "k2": "v2"}
+			for _, k := range v.MapKeys() {
+				m[k.String()] = v.MapIndex(k).String()
+			}
+			text, want = "k1=v1,k2=v2", m
 		default:
 			t.Fatalf("%s: kind %s", e.key, v.Kind())
 		}
@@ -161,7 +166,7 @@ func TestConfigRefused(t *testing.T) {
 		{"schedule stage", nil, "pipeline:\n  schedule:\n    forcast: '0 9 * * *'\n", []string{"pipeline.schedule", "forcast"}, ""},
 		{"tso party", map[string]string{"SCHEDBRIDGE_TSO_PARTY": "TenneT=nope"}, "", []string{"SCHEDBRIDGE_TSO_PARTY", "not an EIC"}, ""},
 		{"mako email", map[string]string{"SCHEDBRIDGE_MAKO_EMAIL": "mako at example"}, "", []string{"SCHEDBRIDGE_MAKO_EMAIL", "e-mail"}, ""},
-		{"unknown key", nil, "mako:\n  self:\n    mpid: '9900000000011'\n", []string{"mpid", "not found"}, ""},
+		{"unknown key", nil, "mako:\n  self:\n    mpid: '9900000000011'\n", []string{"line 3: unknown key mako.self.mpid (did you mean mako.self.mp_id?)"}, ""},
 		{"database URL", map[string]string{"SCHEDBRIDGE_DATABASE_URL": "mysql://app:hunter2secret@db/app"}, "", []string{"SCHEDBRIDGE_DATABASE_URL", "postgres://"}, "hunter2secret"},
 		{"database URL without host", map[string]string{"SCHEDBRIDGE_DATABASE_URL": "postgres://app:hunter2secret@/app"}, "", []string{"SCHEDBRIDGE_DATABASE_URL"}, "hunter2secret"},
 		{"webhook token and open", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN": "tok-hunter2secret", "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "true"}, "", []string{"webhook_open"}, "hunter2secret"},

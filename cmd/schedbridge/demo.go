@@ -57,10 +57,24 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 	audit := func(endpoint string) *pipeline.AuditEntry {
 		return &pipeline.AuditEntry{ReceivedAt: now, PortfolioID: p.ID, Endpoint: "demo " + endpoint, InputHash: "demo", StatusCode: 200}
 	}
+	a.warnPastDay(day)
 	a.note(fmt.Sprintf("demo: staging %d market locations (%d%% rlm) in %s ...", len(locs), 10, p.ControlAreas), "locations", len(locs))
+	// Staging is most of the demo's time at many locations: one bar over
+	// the locations, the metered days of history and the profiles.
+	rlm := 0
+	for _, l := range locs {
+		if l.Slices[0].MeteringType == pipeline.RLM {
+			rlm++
+		}
+	}
+	total := int64(len(locs) + rlm*7*sc.HistoryWeeks + 1)
+	staging := a.newProgress("task", false)
+	defer staging.finish()
 	if _, err := db.StageLocations(ctx, audit("master-data"), locs); err != nil {
 		return err
 	}
+	staged := int64(len(locs))
+	staging.update("staging", staged, total)
 	var batch []pipeline.MeteredEntry
 	var entries int
 	flush := func() error {
@@ -69,6 +83,8 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 		}
 		_, err := db.StageMetered(ctx, audit("metered-data"), batch)
 		entries += len(batch)
+		staged += int64(len(batch))
+		staging.update("staging", staged, total)
 		batch = batch[:0]
 		return err
 	}
@@ -88,6 +104,8 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 	if _, err := db.StageProfiles(ctx, audit("profiles"), profiles); err != nil {
 		return err
 	}
+	staging.update("staging", total, total)
+	staging.finish()
 	a.note(fmt.Sprintf("demo: staged %d metered days of rlm history and %d DSO profiles (MGAs %s..%s)",
 		entries, len(profiles), jobs.SynthMGA(0), jobs.SynthMGA(2)), "metered_days", entries, "profiles", len(profiles))
 
@@ -99,7 +117,7 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 	run, err := r.Orchestrate(ctx, day, "demo")
 	bar.finish()
 	if err != nil {
-		return fmt.Errorf("demo chain (run %d): %w", run.ID, err)
+		return workFailed{fmt.Errorf("demo chain (run %d): %w", run.ID, err)}
 	}
 	key, err := demoKey(ctx, db, now)
 	if err != nil {
@@ -107,8 +125,10 @@ func (a *app) demo(ctx context.Context, n int, dayFlag string) error {
 	}
 	base := "http://" + a.cfg.Addr
 	lakeDir := filepath.Join(a.cfg.DataDir, "bucket", "lake")
+	outbox := filepath.Join(a.cfg.DataDir, "bucket", jobs.OutboxPrefix)
 	if a.cfg.S3.Endpoint != "" {
 		lakeDir = "s3://" + a.cfg.S3.Bucket + "/lake"
+		outbox = "s3://" + a.cfg.S3.Bucket + "/" + jobs.OutboxPrefix
 	}
 	fmt.Fprintf(a.stdout, `
 Demo portfolio %q: chain run %d for %s finished in %.1f s.
@@ -132,7 +152,7 @@ re-run never counts twice):
   duckdb -c "select control_area, round(sum(power_mw)/4, 1) as mwh from read_parquet($(./bin/schedbridge lake files forecast_malo --day %s --sql)) group by 1"
 Spark, Trino and PyIceberg open the tables through the catalog: docs/lake.md.
 `, p.ID, run.ID, day, run.FinishedAt.Sub(run.StartedAt).Seconds(),
-		filepath.Join(a.cfg.DataDir, "bucket", jobs.OutboxPrefix), lakeDir,
+		outbox, lakeDir,
 		key, base, day, base, day, base, day, base, run.ID, base, day, day)
 	return nil
 }

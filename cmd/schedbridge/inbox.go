@@ -16,7 +16,6 @@ import (
 
 	"github.com/schedbridge/schedbridge/ingest/bulk"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
-	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -100,6 +99,13 @@ func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 		if len(rest) != 1 || *portfolio == "" || *kind == "" {
 			return usagef("want FILE --portfolio ID --kind KIND [--name NAME]")
 		}
+		// The file first: a missing one is the cause to name, whatever
+		// its name would say about its format.
+		f, err := inputFile(rest[0])
+		if err != nil {
+			return err
+		}
+		defer f.Close()
 		k, err := bulk.ParseBulkKind(*kind)
 		if err != nil {
 			return err
@@ -117,21 +123,9 @@ func cmdInboxPut(a *app, fs *flag.FlagSet) action {
 		// The inbox would reject a file of an unknown portfolio only after the
 		// upload, and the command would have reported success; ask the database
 		// first, so that nothing is sent.
-		if err := a.withDB(ctx, func(db *sqldb.DB) error {
-			_, err := db.Portfolio(ctx, *portfolio)
-			if pipeline.KindOf(err) == pipeline.NotFound {
-				// A data problem, not a mistake on the command line: no usage hint.
-				return pipeline.Errorf(pipeline.Invalid, "unknown portfolio %q: create it with `schedbridge portfolio put %s` (see `schedbridge portfolio list`)", *portfolio, *portfolio)
-			}
-			return err
-		}); err != nil {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error { return knownPortfolio(ctx, db, *portfolio) }); err != nil {
 			return err
 		}
-		f, err := os.Open(rest[0])
-		if err != nil {
-			return err
-		}
-		defer f.Close()
 		st, err := f.Stat()
 		if err != nil {
 			return err

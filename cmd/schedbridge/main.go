@@ -32,7 +32,9 @@ import (
 )
 
 func main() {
-	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, os.Getenv))
+	env := runEnv{stdout: os.Stdout, stderr: os.Stderr, terminal: isTerminal(os.Stderr), getenv: os.Getenv,
+		environ: os.Environ, now: time.Now}
+	os.Exit(env.run(context.Background(), os.Args[1:]))
 }
 
 // app carries what every command needs.
@@ -45,6 +47,8 @@ type app struct {
 	// terminal says whether stderr is a terminal: progress bars and plain
 	// sentences there, log records otherwise.
 	terminal bool
+	// term writes to stderr when it is a terminal (progress.go).
+	term *termWriter
 	// command is the path of the running command, "portfolio put".
 	command string
 }
@@ -81,9 +85,29 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(requestid.Handler(slog.NewJSONHandler(w, opts)))
 }
 
+// terminalLogger is the logger of a command other than serve whose stderr
+// is a terminal: records from warnings up (from errors up when log_level
+// says so), as text without the time, written above an open progress bar.
+// What a person needs of the info records, the command says in its
+// sentences; log_format does not apply, since no program reads a terminal.
+func terminalLogger(cfg Config, w *termWriter) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: max(level, slog.LevelWarn), ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey && len(groups) == 0 {
+			return slog.Attr{}
+		}
+		return a
+	}}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
 // openDB opens the configured database and applies pending migrations, so
 // that any command works on a fresh data directory.
 func (a *app) openDB(ctx context.Context) (*sqldb.DB, error) {
+	if err := checkDataDir(a.cfg.DataDir); err != nil {
+		return nil, err
+	}
 	db, err := sqldb.Open(ctx, sqldb.Options{URL: a.cfg.DatabaseURL, DataDir: a.cfg.DataDir})
 	if err != nil {
 		return nil, err
@@ -95,6 +119,10 @@ func (a *app) openDB(ctx context.Context) (*sqldb.DB, error) {
 	}
 	for _, name := range applied {
 		a.log.Info("migration applied", "name", name, "dialect", string(db.Dialect()))
+	}
+	if a.terminal && len(applied) > 0 {
+		// One sentence for the records that a terminal does not show.
+		fmt.Fprintf(a.tw(), "database (%s): %d migrations applied\n", db.Dialect(), len(applied))
 	}
 	return db, nil
 }
@@ -169,6 +197,17 @@ func cmdPortfolioList(a *app, fs *flag.FlagSet) action {
 		})
 }
 
+// knownPortfolio refuses a portfolio named on the command line that is not
+// stored, saying how to create it; a data problem, not a mistake on the
+// command line, so without a usage hint.
+func knownPortfolio(ctx context.Context, db *sqldb.DB, id string) error {
+	_, err := db.Portfolio(ctx, id)
+	if pipeline.KindOf(err) == pipeline.NotFound {
+		return pipeline.Errorf(pipeline.Invalid, "unknown portfolio %q: create it with `schedbridge portfolio put %s` (see `schedbridge portfolio list`)", id, id)
+	}
+	return err
+}
+
 func cmdKeyCreate(a *app, fs *flag.FlagSet) action {
 	ent := entitlementFlags(fs, "key")
 	return func(ctx context.Context, pos []string) error {
@@ -181,7 +220,14 @@ func cmdKeyCreate(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		k := pipeline.APIKey{ID: id, Scope: sc, PortfolioID: *ent.portfolio, Label: *ent.label, CreatedAt: a.now().UTC()}
-		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.CreateKey(ctx, k, pipeline.HashKey(secret)) }); err != nil {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error {
+			if k.PortfolioID != "" {
+				if err := knownPortfolio(ctx, db, k.PortfolioID); err != nil {
+					return err
+				}
+			}
+			return db.CreateKey(ctx, k, pipeline.HashKey(secret))
+		}); err != nil {
 			return err
 		}
 		// The secret goes to stdout and nowhere else, so that scripts can

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/schedbridge/schedbridge/ingest/edifact"
@@ -26,7 +25,10 @@ func (b imapBox) Fetch(ctx context.Context, folder string, uidValidity, afterUID
 // newMako wires the market communication over the database and the bucket.
 func (a *app) newMako(db *sqldb.DB, bucket objstore.Bucket) (*jobs.Mako, error) {
 	c := a.cfg.Mako
-	folders := map[string]mako.Direction{"INBOX": mako.In, "Sent": mako.Out, "Gesendet": mako.Out, "Gesendete Elemente": mako.Out}
+	folders := map[string]mako.Direction{}
+	for f, d := range defaultMailFolders {
+		folders[f] = mako.Direction(d)
+	}
 	for f, d := range c.MailFolders {
 		folders[f] = mako.Direction(d)
 	}
@@ -114,7 +116,7 @@ func cmdMakoSync(a *app, fs *flag.FlagSet) action {
 
 func cmdMakoRegistry(a *app, fs *flag.FlagSet) action {
 	return oneArg("FILE", func(ctx context.Context, path string) error {
-		f, err := os.Open(path)
+		f, err := inputFile(path)
 		if err != nil {
 			return err
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -57,7 +56,7 @@ func cmdPricesImport(a *app, fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		data, err := os.ReadFile(pos[1])
+		data, err := readInput(pos[1])
 		if err != nil {
 			return err
 		}
@@ -74,7 +73,7 @@ func cmdPricesImport(a *app, fs *flag.FlagSet) action {
 
 func cmdZeitreihenAktivierungen(a *app, fs *flag.FlagSet) action {
 	return oneArg("FILE", func(ctx context.Context, path string) error {
-		data, err := os.ReadFile(path)
+		data, err := readInput(path)
 		if err != nil {
 			return err
 		}
@@ -133,6 +132,12 @@ func cmdKalkulation(a *app, fs *flag.FlagSet) action {
 			return err
 		}
 		defer db.Close()
+		if *portfolio != "" {
+			// Without the check, an unknown portfolio gave a period of zeros.
+			if err := knownPortfolio(ctx, db, *portfolio); err != nil {
+				return err
+			}
+		}
 		r, _, err := a.newRunner(ctx, db, bucket, nil, nil)
 		if err != nil {
 			return err

@@ -65,7 +65,7 @@ func TestOperatorCLI(t *testing.T) {
 				{[]string{"add", "zoe@firma.de"}, 0, "operator zoe@firma.de added", []string{"anna.schmidt@firma.de", "zoe@firma.de"}},
 				{[]string{"add", "bob@firma.de"}, 0, "operator bob@firma.de added", []string{"anna.schmidt@firma.de", "bob@firma.de", "zoe@firma.de"}},
 				{[]string{"add", "carl"}, 2, `"carl" is not an e-mail address`, []string{"anna.schmidt@firma.de", "bob@firma.de", "zoe@firma.de"}},
-				{[]string{"remove", "carl@firma.de"}, 1, "carl@firma.de is not an operator", []string{"anna.schmidt@firma.de", "bob@firma.de", "zoe@firma.de"}},
+				{[]string{"remove", "carl@firma.de"}, 2, "carl@firma.de is not an operator", []string{"anna.schmidt@firma.de", "bob@firma.de", "zoe@firma.de"}},
 				{[]string{"remove", "carl"}, 2, `"carl" is not an e-mail address`, []string{"anna.schmidt@firma.de", "bob@firma.de", "zoe@firma.de"}},
 				{[]string{"remove", "Zoe@Firma.de"}, 0, "operator zoe@firma.de removed", []string{"anna.schmidt@firma.de", "bob@firma.de"}},
 			}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,38 +22,38 @@ import (
 // PipelineConfig tunes the day-ahead chain and its scheduler.
 type PipelineConfig struct {
 	// Scheduler runs the cron stages in serve (one leader per database).
-	Scheduler bool `yaml:"scheduler"`
+	Scheduler bool `yaml:"scheduler" check:"free"`
 	// Schedule maps a stage to its cron spec in Europe/Berlin time ("-" = off).
-	Schedule map[string]string `yaml:"schedule"`
+	Schedule map[string]string `yaml:"schedule" check:"custom"`
 	// Attempts and Backoff of a failed stage in a chain.
-	Attempts int           `yaml:"attempts"`
-	Backoff  time.Duration `yaml:"backoff"`
+	Attempts int           `yaml:"attempts" check:"positive"`
+	Backoff  time.Duration `yaml:"backoff" check:"positive"`
 	// HistoryWeeks is the look-back of the similar-day method for rlm/imsys.
-	HistoryWeeks int `yaml:"history_weeks"`
+	HistoryWeeks int `yaml:"history_weeks" check:"positive"`
 	// HolidayStates maps an MGA to the state (BW, BY, ...) whose holidays its
 	// DSO applies to load profiles; unlisted MGAs use national holidays.
-	HolidayStates map[string]string `yaml:"holiday_states"`
+	HolidayStates map[string]string `yaml:"holiday_states" check:"custom"`
 	// TSOParty and ControlAreaEIC override the receivers and domains of
 	// schedule messages per control area.
-	TSOParty       map[string]string `yaml:"tso_party"`
-	ControlAreaEIC map[string]string `yaml:"control_area_eic"`
+	TSOParty       map[string]string `yaml:"tso_party" check:"custom"`
+	ControlAreaEIC map[string]string `yaml:"control_area_eic" check:"custom"`
 	// Compression of the Parquet snapshots: zstd or snappy.
-	Compression string `yaml:"compression"`
+	Compression string `yaml:"compression" check:"oneof=zstd|snappy"`
 	// RunHeartbeat is how often a process refreshes the heartbeat of the
 	// runs it executes; RunStaleAfter is how old a heartbeat may get before
 	// the scheduler's leader fails the run as abandoned. Give every process
 	// on one database the same values.
-	RunHeartbeat  time.Duration `yaml:"run_heartbeat"`
-	RunStaleAfter time.Duration `yaml:"run_stale_after"`
+	RunHeartbeat  time.Duration `yaml:"run_heartbeat" check:"positive"`
+	RunStaleAfter time.Duration `yaml:"run_stale_after" check:"custom"`
 	// LeaderPoll is how often a replica that is not the scheduler's leader
 	// tries to become it: the bound of a takeover after the leader died.
-	LeaderPoll time.Duration `yaml:"leader_poll"`
+	LeaderPoll time.Duration `yaml:"leader_poll" check:"positive"`
 	// LakeRetention is how long the lake's Iceberg tables keep a replaced
 	// snapshot (time travel, and readers that planned their scan before
 	// it was replaced): the daily sweep expires older snapshots, keeping
 	// each table's current one, and removes the files only they referenced,
 	// and unpublished run files older than this.
-	LakeRetention time.Duration `yaml:"lake_retention"`
+	LakeRetention time.Duration `yaml:"lake_retention" check:"custom"`
 }
 
 // The conversions below turn the configuration's maps into the runner's
@@ -95,17 +96,33 @@ func areaEICs(key string, m map[string]string) (map[pipeline.ControlArea]string,
 	return out, nil
 }
 
-// stageSpecs is the configured cron schedule per stage.
+// stageSpecs is the configured cron schedule per stage, each spec checked
+// as the scheduler will read it, so that every command refuses a bad one
+// at its start, not serve alone when its scheduler starts.
 func (pc PipelineConfig) stageSpecs() (map[pipeline.Stage]string, error) {
 	out := map[pipeline.Stage]string{}
 	for k, v := range pc.Schedule {
+		key := keyName("pipeline.schedule." + k)
 		st, err := pipeline.ParseStage(k)
 		if err != nil {
-			return nil, fmt.Errorf("pipeline.schedule: %w", err)
+			return nil, fmt.Errorf("%s: unknown stage: %s", key, pipeline.MessageOf(err))
+		}
+		if _, err := jobs.ParseSpecs(map[pipeline.Stage]string{st: v}); err != nil {
+			return nil, fmt.Errorf("%s %q: want a cron spec such as \"0 9 * * *\" (minute hour day month weekday, Europe/Berlin) or \"-\" for off: %s",
+				key, v, cronReason(err))
 		}
 		out[st] = v
 	}
 	return out, nil
+}
+
+// cronReason is the cron parser's own words in a refused spec's error.
+func cronReason(err error) string {
+	msg := pipeline.MessageOf(err)
+	if _, after, ok := strings.Cut(msg, ": "); ok {
+		return after
+	}
+	return msg
 }
 
 // runnerConfig turns the configuration into the runner's.
@@ -220,7 +237,7 @@ func cmdRun(a *app, fs *flag.FlagSet) action {
 		var err error
 		if pos[0] != "chain" {
 			if stage, err = pipeline.ParseStage(pos[0]); err != nil {
-				return err
+				return usagef("unknown stage %q: want forecast, aggregate, open-position, schedules, kalkulation or chain", pos[0])
 			}
 		}
 		day := stage.DefaultDay(pipeline.DayOf(a.now()))
@@ -238,6 +255,7 @@ func cmdRun(a *app, fs *flag.FlagSet) action {
 			// Say which stored portfolio will fail the schedules before the
 			// chain spends its time on the stages before them.
 			a.checkStored(ctx, db)
+			a.warnPastDay(day)
 		}
 		bar := a.newProgress("stage", false)
 		r, _, err := a.newRunner(ctx, db, bucket, nil, stageProgress(bar))
@@ -261,9 +279,26 @@ func cmdRun(a *app, fs *flag.FlagSet) action {
 			}
 			a.note(sentence, attrs...)
 			fmt.Fprintln(a.stdout, string(run.Outputs))
+			if err != nil {
+				// The run was accepted and failed: exit 1, whatever the
+				// kind of its error.
+				return workFailed{err}
+			}
 		}
 		return err
 	}
+}
+
+// warnPastDay warns when schedules are about to be written for a delivery
+// day that has passed: the outbox gets them like any other, and
+// an operator who mistyped --day should learn it before they are sent.
+func (a *app) warnPastDay(day pipeline.Day) {
+	today := pipeline.DayOf(a.now())
+	if !day.Before(today) {
+		return
+	}
+	a.warn(fmt.Sprintf("delivery day %s is in the past (today is %s in Europe/Berlin): its schedules are written to the outbox all the same; do not send them as day-ahead schedules",
+		day, today), "day", day.String(), "today", today.String())
 }
 
 // stageProgress feeds the runner's progress of each stage into p.

@@ -15,46 +15,46 @@ import (
 
 // PortalConfig configures the employees' portal that serve runs.
 type PortalConfig struct {
-	Enabled bool `yaml:"enabled"`
+	Enabled bool `yaml:"enabled" check:"free"`
 	// BaseURL is the portal's public origin (magic links, the SSO redirect
 	// URI, the Origin check); default http://localhost:<port of addr>.
-	BaseURL string `yaml:"base_url"`
+	BaseURL string `yaml:"base_url" check:"custom"`
 	// InsecureCookies drops the Secure flag for local development over plain
 	// http; refused when the environment is production.
-	InsecureCookies   bool          `yaml:"insecure_cookies"`
-	SessionIdle       time.Duration `yaml:"session_idle"`
-	SessionAbsolute   time.Duration `yaml:"session_absolute"`
-	MagicLinkTTL      time.Duration `yaml:"magic_link_ttl"`
-	MagicLinksPerHour int           `yaml:"magic_links_per_hour"`
+	InsecureCookies   bool          `yaml:"insecure_cookies" check:"custom"`
+	SessionIdle       time.Duration `yaml:"session_idle" check:"positive"`
+	SessionAbsolute   time.Duration `yaml:"session_absolute" check:"custom"`
+	MagicLinkTTL      time.Duration `yaml:"magic_link_ttl" check:"positive"`
+	MagicLinksPerHour int           `yaml:"magic_links_per_hour" check:"positive"`
 	OIDC              PortalOIDC    `yaml:"oidc"`
 	SMTP              PortalSMTP    `yaml:"smtp"`
 }
 
 // PortalOIDC registers the portal at the identity provider; no issuer, no SSO.
 type PortalOIDC struct {
-	Issuer             string   `yaml:"issuer"`
-	ClientID           string   `yaml:"client_id"`
-	ClientSecret       string   `yaml:"client_secret" secret:"true"`
-	NativeClientID     string   `yaml:"native_client_id"`
-	NativeRedirectURIs []string `yaml:"native_redirect_uris"`
+	Issuer             string   `yaml:"issuer" check:"custom"`
+	ClientID           string   `yaml:"client_id" check:"custom"`
+	ClientSecret       string   `yaml:"client_secret" secret:"true" check:"free"`
+	NativeClientID     string   `yaml:"native_client_id" check:"free"`
+	NativeRedirectURIs []string `yaml:"native_redirect_uris" check:"custom"`
 	// GroupsClaim names the ID token claim with the person's groups (default
 	// "groups"), and ExtraScopes are asked for beside openid, email and
 	// profile where the provider releases that claim only for a scope.
-	GroupsClaim string   `yaml:"groups_claim"`
-	ExtraScopes []string `yaml:"extra_scopes"`
+	GroupsClaim string   `yaml:"groups_claim" check:"free"`
+	ExtraScopes []string `yaml:"extra_scopes" check:"free"`
 	// EmailTrustedIssuer, set to the issuer, takes the addresses of ID
 	// tokens without an email_verified claim as verified, for a provider
 	// that never sends the claim. Without it such sign-ins are refused.
-	EmailTrustedIssuer string `yaml:"email_trusted_issuer"`
+	EmailTrustedIssuer string `yaml:"email_trusted_issuer" check:"custom"`
 }
 
 // PortalSMTP is the mail server of the magic links; no address, no magic links.
 type PortalSMTP struct {
-	Addr     string `yaml:"addr"`
-	From     string `yaml:"from"`
-	Username string `yaml:"username"`
-	Password string `yaml:"password" secret:"true"`
-	Security string `yaml:"security"` // starttls (default), tls, none
+	Addr     string `yaml:"addr" check:"custom"`
+	From     string `yaml:"from" check:"custom"`
+	Username string `yaml:"username" check:"free"`
+	Password string `yaml:"password" secret:"true" check:"free"`
+	Security string `yaml:"security" check:"oneof=starttls|tls|none"` // starttls (default), tls, none
 }
 
 // checkPortal validates the portal settings. The insecure cookie mode is a
@@ -62,13 +62,10 @@ type PortalSMTP struct {
 func (c *Config) checkPortal() error {
 	p := &c.Portal
 	if p.InsecureCookies && c.Environment == "production" {
-		return fmt.Errorf("portal.insecure_cookies is a local-development setting and is refused in production; set environment: development (SCHEDBRIDGE_ENVIRONMENT=development) on a developer machine, or remove it")
-	}
-	if p.SessionIdle <= 0 || p.SessionAbsolute <= 0 || p.MagicLinkTTL <= 0 || p.MagicLinksPerHour <= 0 {
-		return fmt.Errorf("portal: session_idle, session_absolute, magic_link_ttl and magic_links_per_hour must be positive")
+		return fmt.Errorf("%s is a local-development setting and is refused in production; set environment: development (SCHEDBRIDGE_ENVIRONMENT=development) on a developer machine, or remove it", keyName("portal.insecure_cookies"))
 	}
 	if p.SessionIdle > p.SessionAbsolute {
-		return fmt.Errorf("portal: session_idle %s exceeds session_absolute %s", p.SessionIdle, p.SessionAbsolute)
+		return fmt.Errorf("%s %s exceeds %s %s", keyName("portal.session_idle"), p.SessionIdle, keyName("portal.session_absolute"), p.SessionAbsolute)
 	}
 	if p.BaseURL == "" {
 		_, port, err := net.SplitHostPort(c.Addr)
@@ -86,7 +83,7 @@ func (c *Config) checkPortal() error {
 			return fmt.Errorf("%s %q: want an http(s) URL such as https://login.example.de/realms/staff", keyName("portal.oidc.issuer"), iss)
 		}
 		if p.OIDC.ClientID == "" {
-			return fmt.Errorf("portal.oidc: an issuer needs a client_id")
+			return fmt.Errorf("%s: an issuer needs %s", keyName("portal.oidc.issuer"), keyName("portal.oidc.client_id"))
 		}
 	}
 	// The trust names the issuer, so that it ends with a change of provider
@@ -99,11 +96,6 @@ func (c *Config) checkPortal() error {
 		if u, err := url.Parse(r); err != nil || u.Scheme == "" {
 			return fmt.Errorf("%s %q: want a URI with a scheme, such as de.example.portal:/callback", keyName("portal.oidc.native_redirect_uris"), r)
 		}
-	}
-	switch p.SMTP.Security {
-	case "starttls", "tls", "none":
-	default:
-		return fmt.Errorf("%s %q: want starttls, tls or none", keyName("portal.smtp.security"), p.SMTP.Security)
 	}
 	if p.SMTP.Addr != "" {
 		if err := checkHostPort("portal.smtp.addr", p.SMTP.Addr, false); err != nil {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,7 +194,7 @@ func createdOrUpdated(created bool) string {
 // Invalid error that lists its problems under the file's name.
 func openHRFile[T any](path string, decode func(io.Reader) (T, error)) (T, error) {
 	var zero T
-	f, err := os.Open(path)
+	f, err := inputFile(path)
 	if err != nil {
 		return zero, err
 	}

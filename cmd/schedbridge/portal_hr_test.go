@@ -186,7 +186,7 @@ func TestPortalHRCLI(t *testing.T) {
 			if got, err := db.Certificate(context.Background(), "1002", c.ID); err != nil || got.Status != portal.CertIssued {
 				t.Errorf("stored certificate: %+v %v", got, err)
 			}
-			if _, errOut := in.cli(1, "portal", "certificate", "status", "424242", "abgelehnt"); !strings.Contains(errOut, "certificate 424242 not found") {
+			if _, errOut := in.cli(2, "portal", "certificate", "status", "424242", "abgelehnt"); !strings.Contains(errOut, "certificate 424242 not found") {
 				t.Errorf("unknown certificate: %s", errOut)
 			}
 			if _, errOut := in.cli(2, "portal", "certificate", "status", id, "fertig"); !strings.Contains(errOut, "beantragt, in_bearbeitung, ausgestellt, abgelehnt") {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,19 +11,89 @@ import (
 )
 
 // What a command tells a person while it works takes two forms. On a
-// terminal, a progress bar redrawn in place and plain sentences; anywhere
+// terminal, a progress bar redrawn in place and plain sentences, with log
+// records only from warnings up and as text, each written above the bar
+// (the info records would repeat what the bars and sentences say); anywhere
 // else (cron, systemd, a container's log) log records only, so that a log
 // file in the JSON format stays one JSON object per line: a redrawn bar's
 // carriage returns and a bare sentence would break every line-wise reader.
+// serve is a service whatever its stderr: its records are as configured.
 
 // note reports a sentence for a person: a plain line on a terminal, else an
 // info record with the sentence as its message and attrs beside it.
 func (a *app) note(sentence string, attrs ...any) {
 	if a.terminal {
-		fmt.Fprintln(a.stderr, sentence)
+		fmt.Fprintln(a.tw(), sentence)
 		return
 	}
 	a.log.Info(sentence, attrs...)
+}
+
+// warn reports something a person should know although the command goes
+// on: a line starting "warning:" on a terminal, else a warning record.
+func (a *app) warn(sentence string, attrs ...any) {
+	if a.terminal {
+		fmt.Fprintln(a.tw(), "warning: "+sentence)
+		return
+	}
+	a.log.Warn(sentence, attrs...)
+}
+
+// tw is the terminal's writer, made on first use.
+func (a *app) tw() *termWriter {
+	if a.term == nil {
+		a.term = &termWriter{w: a.stderr}
+	}
+	return a.term
+}
+
+// termWriter is stderr when it is a terminal. Bars, sentences and log
+// records all go through it, so that a line written while a bar is drawn
+// never lands behind the bar: the bar's line is cleared first, the line
+// written, and the bar drawn again below it.
+type termWriter struct {
+	mu  sync.Mutex
+	w   io.Writer
+	bar string // the bar drawn on the last line, "" when none is open
+}
+
+// clearLine is the carriage return and the ANSI sequence "erase to the end
+// of the line", which every terminal emulator in use understands.
+const clearLine = "\r\x1b[K"
+
+// Write writes whole lines above the bar that is open.
+func (t *termWriter) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.bar == "" {
+		return t.w.Write(b)
+	}
+	if _, err := io.WriteString(t.w, clearLine); err != nil {
+		return 0, err
+	}
+	n, err := t.w.Write(b)
+	if err == nil && bytes.HasSuffix(b, []byte("\n")) {
+		_, err = io.WriteString(t.w, "\r"+t.bar)
+	}
+	return n, err
+}
+
+// draw redraws the bar in place.
+func (t *termWriter) draw(bar string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	io.WriteString(t.w, "\r"+bar)
+	t.bar = bar
+}
+
+// closeBar ends the bar's line, leaving its last state on the screen.
+func (t *termWriter) closeBar() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.bar != "" {
+		io.WriteString(t.w, "\n")
+		t.bar = ""
+	}
 }
 
 const (
@@ -38,7 +109,7 @@ const (
 // of each task.
 type progress struct {
 	mu    sync.Mutex
-	bar   io.Writer // the terminal, or nil for log records
+	bar   *termWriter // the terminal, or nil for log records
 	log   *slog.Logger
 	now   func() time.Time
 	key   string // the attribute naming the task: "stage", "task"
@@ -56,7 +127,7 @@ type progress struct {
 func (a *app) newProgress(key string, bytes bool) *progress {
 	p := &progress{log: a.log, now: a.now, key: key, bytes: bytes}
 	if a.terminal {
-		p.bar = a.stderr
+		p.bar = a.tw()
 	}
 	return p
 }
@@ -99,7 +170,7 @@ func (p *progress) closeTask() {
 		p.show(p.now())
 	}
 	if p.drawn {
-		fmt.Fprintln(p.bar)
+		p.bar.closeBar()
 		p.drawn = false
 	}
 }
@@ -123,10 +194,10 @@ func (p *progress) show(now time.Time) {
 	filled := int(frac * width)
 	bar := strings.Repeat("#", filled) + strings.Repeat(".", width-filled)
 	if p.bytes {
-		fmt.Fprintf(p.bar, "\r%s [%s] %5.1f%% %s/%s %s/s", p.task, bar, 100*frac,
-			mib(p.done), mib(p.total), mib(int64(float64(p.done)/max(secs, 1e-3))))
+		p.bar.draw(fmt.Sprintf("%s [%s] %5.1f%% %s/%s %s/s", p.task, bar, 100*frac,
+			mib(p.done), mib(p.total), mib(int64(float64(p.done)/max(secs, 1e-3)))))
 	} else {
-		fmt.Fprintf(p.bar, "\r%-14s [%s] %5.1f%% %d/%d", p.task, bar, 100*frac, p.done, p.total)
+		p.bar.draw(fmt.Sprintf("%-14s [%s] %5.1f%% %d/%d", p.task, bar, 100*frac, p.done, p.total))
 	}
 	p.drawn = true
 }

@@ -144,7 +144,9 @@ func TestStderrIsJSON(t *testing.T) {
 		{0, []string{"portal", "employee", "import", employees}, []string{"progress", "portal employee import: 3 rows, 3 employees created, 0 updated"}},
 		{0, []string{"mako", "sync"}, nil},
 		{0, []string{"zeitreihen", "sync"}, nil},
-		{1, []string{"portal", "certificate", "status", "424242", "abgelehnt"}, []string{"command failed"}},
+		// A run that fails for want of its inputs is a failure of the
+		// work, not a refusal: exit 1 and a record.
+		{1, []string{"run", "aggregate", "--day", "2027-01-04"}, []string{"command failed"}},
 	} {
 		var out, errb bytes.Buffer
 		if code := runIO(t.Context(), c.args, &out, &errb, false, getenv); code != c.code {

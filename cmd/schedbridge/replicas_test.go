@@ -405,9 +405,9 @@ func TestConfigReplicas(t *testing.T) {
 		{env: nil, poll: 15 * time.Second, beat: 10 * time.Second, staleAfter: 30 * time.Second},
 		{env: map[string]string{"SCHEDBRIDGE_LEADER_POLL": "1s", "SCHEDBRIDGE_RUN_HEARTBEAT": "1s", "SCHEDBRIDGE_RUN_STALE_AFTER": "2s"},
 			poll: time.Second, beat: time.Second, staleAfter: 2 * time.Second},
-		{env: map[string]string{"SCHEDBRIDGE_RUN_STALE_AFTER": "19s"}, err: "run_stale_after (SCHEDBRIDGE_RUN_STALE_AFTER) at least twice the heartbeat"},
-		{env: map[string]string{"SCHEDBRIDGE_RUN_HEARTBEAT": "0s"}, err: "leader_poll (SCHEDBRIDGE_LEADER_POLL) must be positive"},
-		{env: map[string]string{"SCHEDBRIDGE_LEADER_POLL": "-1s"}, err: "leader_poll (SCHEDBRIDGE_LEADER_POLL) must be positive"},
+		{env: map[string]string{"SCHEDBRIDGE_RUN_STALE_AFTER": "19s"}, err: "run_stale_after (SCHEDBRIDGE_RUN_STALE_AFTER) 19s: want at least twice pipeline.run_heartbeat"},
+		{env: map[string]string{"SCHEDBRIDGE_RUN_HEARTBEAT": "0s"}, err: "run_heartbeat (SCHEDBRIDGE_RUN_HEARTBEAT) 0s: must be positive"},
+		{env: map[string]string{"SCHEDBRIDGE_LEADER_POLL": "-1s"}, err: "leader_poll (SCHEDBRIDGE_LEADER_POLL) -1s: must be positive"},
 		{env: map[string]string{"SCHEDBRIDGE_RUN_HEARTBEAT": "often"}, err: "SCHEDBRIDGE_RUN_HEARTBEAT"},
 	} {
 		cfg, err := loadConfig("", func(k string) string { return c.env[k] })

@@ -89,7 +89,14 @@ func cmdClientAdd(a *app, fs *flag.FlagSet) action {
 		}
 		c := pipeline.TokenClient{ID: "cli_" + hex.EncodeToString(b[:]), Issuer: *issuer, ClientID: *clientID,
 			Scope: sc, PortfolioID: *ent.portfolio, Label: *ent.label, CreatedAt: a.now().UTC()}
-		if err := a.withDB(ctx, func(db *sqldb.DB) error { return db.CreateTokenClient(ctx, c) }); err != nil {
+		if err := a.withDB(ctx, func(db *sqldb.DB) error {
+			if c.PortfolioID != "" {
+				if err := knownPortfolio(ctx, db, c.PortfolioID); err != nil {
+					return err
+				}
+			}
+			return db.CreateTokenClient(ctx, c)
+		}); err != nil {
 			return err
 		}
 		fmt.Fprintln(a.stdout, c.ID)

@@ -37,7 +37,7 @@ func TestMachineClients(t *testing.T) {
 			if _, stderr := in.cli(2, "issuer", "add", idp.Issuer+"/", "--audience", aud); !strings.Contains(stderr, "the document names the issuer") {
 				t.Errorf("issuer with a slash: %s", stderr)
 			}
-			if _, stderr := in.cli(1, "client", "add", "--issuer", idp.Issuer, "--client-id", "acme-forecaster", "--scope", "data", "--portfolio", "acme"); !strings.Contains(stderr, "is not registered") {
+			if _, stderr := in.cli(2, "client", "add", "--issuer", idp.Issuer, "--client-id", "acme-forecaster", "--scope", "data", "--portfolio", "acme"); !strings.Contains(stderr, "is not registered") {
 				t.Errorf("client of an unregistered issuer: %s", stderr)
 			}
 			if out, _ := in.cli(0, "issuer", "list"); strings.Contains(out, idp.Issuer) {
@@ -89,7 +89,7 @@ func TestMachineClients(t *testing.T) {
 				!strings.Contains(body, "revoked") {
 				t.Errorf("after revoke: %d %v %s", code, h, body)
 			}
-			in.cli(1, "client", "revoke", "--issuer", idp.Issuer, "--client-id", "nobody")
+			in.cli(2, "client", "revoke", "--issuer", idp.Issuer, "--client-id", "nobody")
 			in.cli(0, "issuer", "remove", idp.Issuer)
 			out, _ = in.cli(0, "issuer", "list", "--json")
 			var issuers []map[string]any
