@@ -139,6 +139,7 @@ func TestDataDirNotWritable(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// copyExecutable copies a binary to a place the test user may run it from.
 func copyExecutable(from, to string) error {
 	b, err := os.ReadFile(from)
 	if err != nil {
