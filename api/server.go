@@ -17,7 +17,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/schedbridge/schedbridge/api/bearer"
@@ -139,7 +138,8 @@ type Config struct {
 	// the request's id when its handler is wrapped by requestid.Handler, as
 	// cmd/schedbridge wraps the one logger every package gets.
 	Logger *slog.Logger
-	// Registry receives the API's metrics; nil creates a private one.
+	// Registry receives the API's metrics; nil creates a private one. The
+	// API does not serve them: the binary does, on a listener of its own.
 	Registry *prometheus.Registry
 	// WebhookTokenHash, when set, is the SHA-256 (hex) of the token that
 	// bucket event notifications must carry as "Authorization: Bearer".
@@ -259,7 +259,6 @@ func New(cfg Config, deps Deps) *Server {
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.json", s.openapi)
 	s.docsRoutes(e)
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 
 	// Every data request is audited from the first middleware on, so that
 	// requests refused for their key or their rate are in the trail too.

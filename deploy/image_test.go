@@ -150,13 +150,13 @@ func TestImage(t *testing.T) {
 	}
 
 	s3 := objtest.MinIO(t)
-	addr := freeAddr(t)
+	addr, metricsAddr := freeAddr(t), freeAddr(t)
 	env := []string{
 		"SCHEDBRIDGE_DATABASE_URL=" + sqltest.PostgresURL(t),
 		"SCHEDBRIDGE_S3_ENDPOINT=" + s3.Endpoint, "SCHEDBRIDGE_S3_BUCKET=" + s3.Bucket,
 		"SCHEDBRIDGE_S3_ACCESS_KEY=" + s3.AccessKey, "SCHEDBRIDGE_S3_SECRET_KEY=" + s3.SecretKey,
 		"SCHEDBRIDGE_S3_REGION=" + s3.Region,
-		"SCHEDBRIDGE_ADDR=" + addr,
+		"SCHEDBRIDGE_ADDR=" + addr, "SCHEDBRIDGE_METRICS_ADDR=" + metricsAddr,
 		// Without IMAP and SMTP the market communication and the portal
 		// have nothing to reach; the checks here are the API's.
 		"SCHEDBRIDGE_MAKO_SYNC=false", "SCHEDBRIDGE_PORTAL=false",
@@ -218,6 +218,15 @@ func TestImage(t *testing.T) {
 	}
 	if code, _ := get(base + "/livez"); code != 200 {
 		t.Errorf("livez: %d", code)
+	}
+	// The metrics are on their own listener, not on the API's.
+	if code, _ := get(base + "/metrics"); code != 404 {
+		t.Errorf("GET /metrics on the API: %d, want 404", code)
+	}
+	if resp, err := http.Get("http://" + metricsAddr + "/metrics"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET /metrics on the metrics listener: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 
 	// Submit a forecast with the key made in another container and read

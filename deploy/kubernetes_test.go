@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -286,16 +287,31 @@ func TestKustomizeBuild(t *testing.T) {
 	if serve.ReadinessProbe.TimeoutSeconds <= 2 {
 		t.Errorf("readiness timeout %d s: want more than the checks' 2 s", serve.ReadinessProbe.TimeoutSeconds)
 	}
-	var http *corev1.ContainerPort
+	var http, metrics *corev1.ContainerPort
 	for i, p := range serve.Ports {
-		if p.Name == "http" {
+		switch p.Name {
+		case "http":
 			http = &serve.Ports[i]
+		case "metrics":
+			metrics = &serve.Ports[i]
 		}
 	}
+	if http == nil || http.ContainerPort != 8080 {
+		t.Errorf("port %+v: want http 8080", http)
+	}
+	// The metrics are served on a port of their own, named for a
+	// PodMonitor, scraped at the pod's address and not exposed by the
+	// Service that the API's clients use.
 	ann := d.Spec.Template.Annotations
-	if http == nil || http.ContainerPort != 8080 || ann["prometheus.io/scrape"] != "true" ||
-		ann["prometheus.io/port"] != "8080" || ann["prometheus.io/path"] != "/metrics" {
-		t.Errorf("port %+v, annotations %v: want http 8080 scraped at /metrics", http, ann)
+	if metrics == nil || metrics.ContainerPort == 8080 || ann["prometheus.io/scrape"] != "true" ||
+		ann["prometheus.io/port"] != fmt.Sprint(metrics.ContainerPort) || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("port %+v, annotations %v: want a port named metrics, apart from http, scraped at /metrics", metrics, ann)
+	}
+	for _, p := range b.service.Spec.Ports {
+		if metrics != nil && (p.TargetPort.String() == "metrics" || p.TargetPort.IntValue() == int(metrics.ContainerPort) ||
+			(p.TargetPort.String() == "" && p.Port == metrics.ContainerPort)) {
+			t.Errorf("the Service exposes the metrics port: %+v", p)
+		}
 	}
 
 	// Memory from the measured peak: the request covers the highest peak
@@ -313,6 +329,12 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 	for name := range cm.Data {
 		checkEnvName(t, known, "ConfigMap "+cm.Name, name)
+	}
+	// The binary listens for the metrics where the pod's port says, and on
+	// the pod's address, not its default of loopback that no scraper reaches.
+	if host, port, err := net.SplitHostPort(cm.Data["SCHEDBRIDGE_METRICS_ADDR"]); err != nil || metrics == nil ||
+		port != fmt.Sprint(metrics.ContainerPort) || (host != "" && host != "0.0.0.0" && host != "::") {
+		t.Errorf("SCHEDBRIDGE_METRICS_ADDR %q (%v): want every interface on the port named metrics", cm.Data["SCHEDBRIDGE_METRICS_ADDR"], err)
 	}
 	if goMem, ok := cm.Data["GOMEMLIMIT"]; ok {
 		q, err := resource.ParseQuantity(strings.TrimSuffix(goMem, "B"))

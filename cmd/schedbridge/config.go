@@ -29,6 +29,7 @@ import (
 // secret are redacted by `schedbridge config`.
 type Config struct {
 	Addr            string         `yaml:"addr"`
+	MetricsAddr     string         `yaml:"metrics_addr"` // GET /metrics, on a listener apart from the API's
 	DataDir         string         `yaml:"data_dir"`
 	DatabaseURL     string         `yaml:"database_url"`
 	MaxBodyBytes    int64          `yaml:"max_body_bytes"`
@@ -128,6 +129,7 @@ type IMAPConfig struct {
 func defaultConfig() Config {
 	return Config{
 		Addr:            "127.0.0.1:8080",
+		MetricsAddr:     "127.0.0.1:9090",
 		DataDir:         "./var",
 		MaxBodyBytes:    64 << 20,
 		ReadTimeout:     60 * time.Second,
@@ -155,6 +157,7 @@ type envVar struct{ name, key string }
 // that each YAML key of Config has one.
 var envVars = []envVar{
 	{"SCHEDBRIDGE_ADDR", "addr"},
+	{"SCHEDBRIDGE_METRICS_ADDR", "metrics_addr"},
 	{"SCHEDBRIDGE_DATA_DIR", "data_dir"},
 	{"SCHEDBRIDGE_DATABASE_URL", "database_url"},
 	{"SCHEDBRIDGE_MAX_BODY_BYTES", "max_body_bytes"},
@@ -301,6 +304,9 @@ func (c *Config) check() error {
 		}
 	)
 	if err := checkHostPort("addr", c.Addr, true); err != nil {
+		return err
+	}
+	if err := checkHostPort("metrics_addr", c.MetricsAddr, true); err != nil {
 		return err
 	}
 	if c.DataDir == "" {
