@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/ingest/inbox"
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -486,25 +489,38 @@ func TestDrainAnswers503(t *testing.T) {
 	}
 }
 
+// TestHealthAndMetrics: /health reports the database; the requests are
+// counted in the registry the binary serves on its metrics listener, and
+// the API itself does not serve /metrics (404): whoever reaches the API
+// must not read the schedules, the inbox's backlog and the leader flag.
 func TestHealthAndMetrics(t *testing.T) {
-	eachBackend(t, api.Config{}, func(t *testing.T, f *fixture) {
-		r := f.do("GET", "/health", nil)
-		if got := r.json(t); r.code != 200 || got["status"] != "ok" || got["database"] != "ok" {
-			t.Errorf("health: %d %s", r.code, r.body)
-		}
-		f.as("data1", "GET", "/v1/forecasts/2026-11-23", nil)
-		r = f.do("GET", "/metrics", nil)
-		if r.code != 200 || !strings.Contains(string(r.body), `schedbridge_http_requests_total{code="404",method="GET",route="/v1/forecasts/:delivery_day"} 1`) {
-			t.Errorf("metrics:\n%s", r.body)
-		}
-		if strings.Contains(string(r.body), f.keys["data1"]) {
-			t.Error("metrics contain a key")
-		}
-		f.db.Close()
-		if r := f.do("GET", "/health", nil); r.code != 503 || r.json(t)["database"] != "unreachable" {
-			t.Errorf("health with closed db: %d %s", r.code, r.body)
-		}
-	})
+	for _, d := range sqltest.Backends {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			reg := prometheus.NewRegistry()
+			f := newFixture(t, d, api.Config{Registry: reg})
+			if r := f.do("GET", "/health", nil); r.code != 200 || r.json(t)["status"] != "ok" || r.json(t)["database"] != "ok" {
+				t.Errorf("health: %d %s", r.code, r.body)
+			}
+			f.as("data1", "GET", "/v1/forecasts/2026-11-23", nil)
+			if r := f.do("GET", "/metrics", nil); r.code != 404 || strings.Contains(string(r.body), "schedbridge_") {
+				t.Errorf("GET /metrics on the API: %d %s", r.code, r.body)
+			}
+			rec := httptest.NewRecorder()
+			promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			body := rec.Body.String()
+			if !strings.Contains(body, `schedbridge_http_requests_total{code="404",method="GET",route="/v1/forecasts/:delivery_day"} 1`) {
+				t.Errorf("metrics:\n%s", body)
+			}
+			if strings.Contains(body, f.keys["data1"]) {
+				t.Error("metrics contain a key")
+			}
+			f.db.Close()
+			if r := f.do("GET", "/health", nil); r.code != 503 || r.json(t)["database"] != "unreachable" {
+				t.Errorf("health with closed db: %d %s", r.code, r.body)
+			}
+		})
+	}
 }
 
 func TestUnknownRoute(t *testing.T) {

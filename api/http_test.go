@@ -20,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/api/portal"
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -61,6 +64,9 @@ type live struct {
 	logs      string // the file of the server's JSON log
 	// ended receives the path of every request whose handler returned.
 	ended chan string
+	// metrics serves the server's registry, as the binary does on its
+	// metrics listener.
+	metrics http.Handler
 }
 
 // serveLive serves the fixture's database with cfg on a loopback listener
@@ -75,6 +81,10 @@ func serveLive(t *testing.T, f *fixture, cfg api.Config, readTimeout time.Durati
 	t.Cleanup(func() { logs.Close() })
 	cfg.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	cfg.Now = func() time.Time { return now }
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	l.metrics = promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})
 	deps := f.deps
 	if change != nil {
 		change(&deps)
@@ -124,15 +134,13 @@ func (l *live) awaitEnd(t *testing.T, path string, bound time.Duration) {
 	}
 }
 
-// metric returns the value of one sample of /metrics, 0 when absent.
+// metric returns the value of one sample of the server's metrics, 0 when
+// absent.
 func (l *live) metric(t *testing.T, sample string) float64 {
 	t.Helper()
-	resp, err := http.Get(l.url + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	rec := httptest.NewRecorder()
+	l.metrics.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	sc := bufio.NewScanner(rec.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), sample+" "); ok {
 			f, err := strconv.ParseFloat(v, 64)

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/time/rate"
 
 	"github.com/schedbridge/schedbridge/api/bearer"
@@ -145,7 +145,8 @@ type Config struct {
 	// the request's id when its handler is wrapped by requestid.Handler, as
 	// cmd/schedbridge wraps the one logger every package gets.
 	Logger *slog.Logger
-	// Registry receives the API's metrics; nil creates a private one.
+	// Registry receives the API's metrics; nil creates a private one. The
+	// API does not serve them: the binary does, on a listener of its own.
 	Registry *prometheus.Registry
 	// WebhookTokenHash, when set, is the SHA-256 (hex) of the token that
 	// bucket event notifications must carry as "Authorization: Bearer".
@@ -303,7 +304,6 @@ func New(cfg Config, deps Deps) *Server {
 	e.GET("/readyz", s.readyz)
 	e.GET("/openapi.json", s.openapi)
 	s.docsRoutes(e)
-	e.GET("/metrics", gin.WrapH(promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{})))
 
 	// Every data request is audited from the first middleware on, so that
 	// requests refused for their key or their rate are in the trail too.
@@ -411,6 +411,37 @@ func (s *Server) requestID(c *gin.Context) {
 	c.Next()
 }
 
+// methodLabel is a request's method as a label of the request metrics: one
+// of the methods of RFC 9110 and RFC 5789, else "other". The route label is
+// closed already (a route template or "unmatched"), but the method is any
+// token the client sends, and every distinct label value would stay a series
+// of /metrics for the life of the process.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// maxLoggedMethod is the longest method written to the access log; the
+// standard ones have at most 7 characters.
+const maxLoggedMethod = 32
+
+// clip cuts a value that a client chose to at most n bytes (on a character
+// boundary) before it is logged, and marks the cut with an ellipsis, so that
+// one request cannot write a log line of the size of its own header.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // observe logs and measures every request. It logs the route pattern and the
 // key id, never the key, the query string or the body.
 func (s *Server) observe(c *gin.Context) {
@@ -423,14 +454,16 @@ func (s *Server) observe(c *gin.Context) {
 		route = "unmatched"
 	}
 	code := c.Writer.Status()
-	s.requests.WithLabelValues(c.Request.Method, route, strconv.Itoa(code)).Inc()
+	method := methodLabel(c.Request.Method)
+	s.requests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
 	took := time.Since(start).Seconds()
-	s.duration.WithLabelValues(c.Request.Method, route).Observe(took)
+	s.duration.WithLabelValues(method, route).Observe(took)
 	// Durations are logged as float seconds with the unit in the key: slog
 	// would write a time.Duration as bare nanoseconds in JSON. The request's
-	// id comes with the context (requestid.Handler).
+	// id comes with the context (requestid.Handler). The method is the one
+	// value here that the client picks freely, so it is logged cut short.
 	attrs := []slog.Attr{
-		slog.String("method", c.Request.Method), slog.String("route", route), slog.Int("status", code),
+		slog.String("method", clip(c.Request.Method, maxLoggedMethod)), slog.String("route", route), slog.Int("status", code),
 		slog.Float64("duration_s", took), slog.Int64("bytes_in", c.Request.ContentLength),
 	}
 	if v, ok := c.Get(ctxPrincipal); ok {

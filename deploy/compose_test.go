@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -183,6 +185,37 @@ func TestCompose(t *testing.T) {
 		port := []string{"8081", "8082"}[i]
 		if env[name]["SCHEDBRIDGE_ADDR"] != "0.0.0.0:"+port || !published[port] {
 			t.Errorf("%s: addr %q, port %s published %v", name, env[name]["SCHEDBRIDGE_ADDR"], port, published[port])
+		}
+	}
+
+	// The replicas share the IdP's network namespace, so each listener
+	// there needs a port of its own: the IdP's, the replicas' APIs and
+	// their metrics listeners. A replica without SCHEDBRIDGE_METRICS_ADDR
+	// would listen on the binary's default, 127.0.0.1:9090, and collide.
+	listeners := map[string]string{}
+	if m := regexp.MustCompile(`--port (\d+)`).FindStringSubmatch(strings.Join(c.Services["idp"].Command, " ")); m != nil {
+		listeners[m[1]] = "idp"
+	} else {
+		t.Error("idp: no --port in its command")
+	}
+	for _, name := range []string{"schedbridge-1", "schedbridge-2"} {
+		if c.Services[name].NetworkMode != "service:idp" {
+			t.Errorf("%s: network_mode %q, want service:idp", name, c.Services[name].NetworkMode)
+		}
+		for _, v := range []string{"SCHEDBRIDGE_ADDR", "SCHEDBRIDGE_METRICS_ADDR"} {
+			addr := env[name][v]
+			_, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				t.Errorf("%s: %s %q: %v", name, v, addr, err)
+				continue
+			}
+			if other, ok := listeners[port]; ok {
+				t.Errorf("%s: %s %s takes the port of %s in the shared network namespace", name, v, addr, other)
+			}
+			listeners[port] = name + " " + v
+			if v == "SCHEDBRIDGE_METRICS_ADDR" && !published[port] {
+				t.Errorf("%s: the metrics port %s is not published on loopback", name, port)
+			}
 		}
 	}
 

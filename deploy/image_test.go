@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -13,8 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +25,11 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(objtest.Main(objtest.RunFunc(func() int { return sqltest.Main(m) })))
+	code := objtest.Main(objtest.RunFunc(func() int { return sqltest.Main(m) }))
+	if trivialRoot != "" {
+		os.RemoveAll(filepath.Dir(trivialRoot))
+	}
+	os.Exit(code)
 }
 
 // podmanGlobal are the flags podman needs on this kind of machine: crun,
@@ -71,10 +76,76 @@ func tool(t *testing.T, env []string, name string, args ...string) (stdout, stde
 	return o.String(), e.String(), err
 }
 
-// runtimeBroken reports podman's own failures to start any container at
-// all (no usable OCI runtime, cgroups or namespaces), as opposed to the
-// image or the binary failing.
-var runtimeBroken = regexp.MustCompile(`OCI runtime|runc create failed|crun:|cannot set up namespace|user namespaces are not enabled|cgroups?.*(not supported|read-only)|newuidmap`)
+// runHelp runs the binary's help in a container of image. It fails when
+// the container does not print the usage. Whether such a failure is the
+// image's or the machine's cannot be read from podman's message: a missing
+// or non-executable entrypoint is reported as "runc create failed ... OCI
+// runtime attempted to invoke a command that was not found" or "OCI
+// permission denied", in the words of a broken runtime. So it starts a
+// trivial container that needs nothing from any image (canRunContainers),
+// and only when that fails too is the failure the machine's: skip is then
+// the reason to skip, and err is nil.
+func runHelp(t *testing.T, image string) (skip string, err error) {
+	t.Helper()
+	out, stderr, runErr := tool(t, nil, "podman", append(append([]string{"run", "--rm"}, runFlags()...), image, "help")...)
+	if runErr == nil && strings.Contains(out+stderr, "Usage:") {
+		return "", nil
+	}
+	if runErr == nil {
+		return "", fmt.Errorf("help from the image printed no usage: %q %q", out, stderr)
+	}
+	if trivialErr := canRunContainers(t); trivialErr != nil {
+		return fmt.Sprintf("podman cannot run any container on this machine: %v", trivialErr), nil
+	}
+	return "", fmt.Errorf("podman run %s help: %v\n%s", image, runErr, stderr)
+}
+
+var (
+	trivialOnce sync.Once
+	trivialRoot string
+	trivialErr  error
+)
+
+// trivialRootfs is a root file system of one static program that exits 0,
+// built once per test binary.
+func trivialRootfs(t *testing.T) (string, error) {
+	trivialOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "schedbridge-trivial-")
+		if err != nil {
+			trivialErr = err
+			return
+		}
+		src := filepath.Join(dir, "main.go")
+		if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+			trivialErr = err
+			return
+		}
+		root := filepath.Join(dir, "rootfs")
+		build := exec.Command("go", "build", "-o", filepath.Join(root, "true"), src)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+		if out, err := build.CombinedOutput(); err != nil {
+			trivialErr = fmt.Errorf("go build of the trivial program: %v\n%s", err, out)
+			return
+		}
+		trivialRoot = root
+	})
+	return trivialRoot, trivialErr
+}
+
+// canRunContainers starts the trivial container (podman run --rootfs with
+// the flags of every run) and returns podman's error, if any.
+func canRunContainers(t *testing.T) error {
+	t.Helper()
+	root, err := trivialRootfs(t)
+	if err != nil {
+		t.Fatal(err) // the test's own tooling, not the machine's container runtime
+	}
+	args := append(append([]string{"run", "--rm"}, runFlags()...), "--rootfs", root, "/true")
+	if _, stderr, err := tool(t, nil, "podman", args...); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr))
+	}
+	return nil
+}
 
 func randomSuffix(t *testing.T) string {
 	b := make([]byte, 4)
@@ -136,27 +207,22 @@ func TestImage(t *testing.T) {
 	checkImageConfig(t, image, version)
 	checkImageFiles(t, image)
 
-	// Can podman run a container here at all? The first run is the
-	// binary's help, which needs nothing but the image.
-	out, stderr, err := tool(t, nil, "podman", append(append([]string{"run", "--rm"}, runFlags()...), image, "help")...)
-	if err != nil {
-		if runtimeBroken.MatchString(stderr) {
-			t.Skipf("podman cannot run containers on this machine: %v\n%s", err, stderr)
-		}
-		t.Fatalf("podman run help: %v\n%s", err, stderr)
-	}
-	if !strings.Contains(out+stderr, "Usage:") {
-		t.Fatalf("help from the image: %q %q", out, stderr)
+	// The first run is the binary's help, which needs nothing but the
+	// image; it skips the test only when podman can run no container here.
+	if skip, err := runHelp(t, image); err != nil {
+		t.Fatal(err)
+	} else if skip != "" {
+		t.Skip(skip)
 	}
 
 	s3 := objtest.MinIO(t)
-	addr := freeAddr(t)
+	addr, metricsAddr := freeAddr(t), freeAddr(t)
 	env := []string{
 		"SCHEDBRIDGE_DATABASE_URL=" + sqltest.PostgresURL(t),
 		"SCHEDBRIDGE_S3_ENDPOINT=" + s3.Endpoint, "SCHEDBRIDGE_S3_BUCKET=" + s3.Bucket,
 		"SCHEDBRIDGE_S3_ACCESS_KEY=" + s3.AccessKey, "SCHEDBRIDGE_S3_SECRET_KEY=" + s3.SecretKey,
 		"SCHEDBRIDGE_S3_REGION=" + s3.Region,
-		"SCHEDBRIDGE_ADDR=" + addr,
+		"SCHEDBRIDGE_ADDR=" + addr, "SCHEDBRIDGE_METRICS_ADDR=" + metricsAddr,
 		// Without IMAP and SMTP the market communication and the portal
 		// have nothing to reach; the checks here are the API's.
 		"SCHEDBRIDGE_MAKO_SYNC=false", "SCHEDBRIDGE_PORTAL=false",
@@ -219,6 +285,15 @@ func TestImage(t *testing.T) {
 	if code, _ := get(base + "/livez"); code != 200 {
 		t.Errorf("livez: %d", code)
 	}
+	// The metrics are on their own listener, not on the API's.
+	if code, _ := get(base + "/metrics"); code != 404 {
+		t.Errorf("GET /metrics on the API: %d, want 404", code)
+	}
+	if resp, err := http.Get("http://" + metricsAddr + "/metrics"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("GET /metrics on the metrics listener: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	// Submit a forecast with the key made in another container and read
 	// it back: the API works on PostgreSQL and MinIO from the image.
@@ -248,6 +323,62 @@ func TestImage(t *testing.T) {
 	code, _, _ := tool(t, nil, "podman", "inspect", "--format", "{{.State.ExitCode}}", name)
 	if strings.TrimSpace(code) != "0" || !strings.Contains(logs(), `"msg":"stopped"`) {
 		t.Errorf("exit code %q after SIGTERM; log:\n%s", code, logs())
+	}
+}
+
+// TestImageBrokenEntrypointFails: an image whose entrypoint is missing or
+// not executable fails TestImage's first run, not skips it, although
+// podman reports both in the words of a broken runtime ("runc create
+// failed", "OCI runtime ..."). Only a machine on which even the trivial
+// container cannot start skips.
+func TestImageBrokenEntrypointFails(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs container images")
+	}
+	for _, bin := range []string{"buildah", "podman", "runc"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s not found: deploy/dev/test-deps.sh installs it (make test-deps)", bin)
+		}
+	}
+	if err := canRunContainers(t); err != nil {
+		t.Skipf("podman cannot run any container on this machine: %v", err)
+	}
+	root, err := trivialRootfs(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		chmod string // the entrypoint's mode; "" leaves it out of the image
+	}{
+		{"missing entrypoint", ""},
+		{"entrypoint not executable", "0644"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			image := "localhost/schedbridge-broken:" + randomSuffix(t)
+			out, stderr, err := tool(t, nil, "buildah", "from", "scratch")
+			if err != nil {
+				t.Fatalf("buildah from: %v %s", err, stderr)
+			}
+			ctr := strings.TrimSpace(out)
+			defer tool(t, nil, "buildah", "rm", ctr)
+			steps := [][]string{{"config", "--entrypoint", `["/usr/local/bin/schedbridge"]`, ctr}}
+			if c.chmod != "" {
+				steps = append(steps, []string{"copy", "--chmod", c.chmod, ctr, filepath.Join(root, "true"), "/usr/local/bin/schedbridge"})
+			}
+			steps = append(steps, []string{"commit", "--quiet", ctr, image})
+			for _, args := range steps {
+				if _, stderr, err := tool(t, nil, "buildah", args...); err != nil {
+					t.Fatalf("buildah %v: %v %s", args, err, stderr)
+				}
+			}
+			t.Cleanup(func() { tool(t, nil, "podman", "rmi", "--force", image) })
+
+			skip, err := runHelp(t, image)
+			if err == nil || skip != "" {
+				t.Errorf("runHelp on the image (%s): skip %q, error %v; want a failure", c.name, skip, err)
+			}
+		})
 	}
 }
 
@@ -314,21 +445,43 @@ func checkImageConfig(t *testing.T, image, version string) {
 
 // checkImageFiles reads the image's file system: the binary, the CA
 // bundle, a sticky world-writable /tmp, and the data directory as the only
-// one the runtime user owns.
+// one the runtime user owns. It reads the tar stream of `podman export` of
+// a container created (never started) from the image, which works without
+// a container runtime and without rights to mount the image's layers; any
+// failure fails the test.
 func checkImageFiles(t *testing.T, image string) {
 	t.Helper()
-	out, stderr, err := tool(t, nil, "podman", "image", "mount", image)
+	created, stderr, err := tool(t, nil, "podman", "create", image)
 	if err != nil {
-		// Rootless podman mounts images only inside `podman unshare`.
-		t.Logf("podman image mount (file checks skipped): %v %s", err, stderr)
-		return
+		t.Fatalf("podman create: %v %s", err, stderr)
 	}
-	defer tool(t, nil, "podman", "image", "unmount", image)
-	root := strings.TrimSpace(out)
+	id := strings.TrimSpace(created)
+	defer tool(t, nil, "podman", "rm", "--force", "--volumes", id)
+	archive := filepath.Join(t.TempDir(), "rootfs.tar")
+	if _, stderr, err := tool(t, nil, "podman", "export", "--output", archive, id); err != nil {
+		t.Fatalf("podman export: %v %s", err, stderr)
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	entries := map[string]*tar.Header{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("podman export: %v", err)
+		}
+		entries[strings.TrimSuffix(strings.TrimPrefix(h.Name, "./"), "/")] = h
+	}
 	cases := []struct {
 		path string
 		mode os.FileMode
-		uid  uint32
+		uid  int
 	}{
 		{"usr/local/bin/schedbridge", 0o755, 0},
 		{"etc/ssl/certs/ca-certificates.crt", 0o644, 0},
@@ -337,31 +490,27 @@ func checkImageFiles(t *testing.T, image string) {
 		{"var/lib/schedbridge", os.ModeDir | 0o755, 65532},
 	}
 	for _, c := range cases {
-		fi, err := os.Stat(filepath.Join(root, c.path))
-		if err != nil {
-			t.Errorf("/%s: %v", c.path, err)
+		h, ok := entries[c.path]
+		if !ok {
+			t.Errorf("/%s is not in the image", c.path)
 			continue
 		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if fi.Mode() != c.mode || st.Uid != c.uid || st.Gid != c.uid {
-			t.Errorf("/%s: mode %v owner %d:%d, want %v %d:%d", c.path, fi.Mode(), st.Uid, st.Gid, c.mode, c.uid, c.uid)
+		fi := h.FileInfo()
+		if fi.Mode() != c.mode || h.Uid != c.uid || h.Gid != c.uid {
+			t.Errorf("/%s: mode %v owner %d:%d, want %v %d:%d", c.path, fi.Mode(), h.Uid, h.Gid, c.mode, c.uid, c.uid)
 		}
-		if !fi.IsDir() && fi.Size() == 0 {
+		if !fi.IsDir() && h.Size == 0 {
 			t.Errorf("/%s is empty", c.path)
 		}
 	}
 	// Nothing else: no shell, no package manager, no stray files of the
 	// build context.
 	var extra []string
-	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			rel, _ := filepath.Rel(root, p)
-			if rel != "usr/local/bin/schedbridge" && rel != "etc/ssl/certs/ca-certificates.crt" {
-				extra = append(extra, rel)
-			}
+	for name, h := range entries {
+		if h.Typeflag != tar.TypeDir && name != "usr/local/bin/schedbridge" && name != "etc/ssl/certs/ca-certificates.crt" {
+			extra = append(extra, name)
 		}
-		return nil
-	})
+	}
 	if len(extra) > 0 {
 		t.Errorf("unexpected files in the image: %v", extra)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -44,7 +45,7 @@ func newObject(apiVersion, kind string) (any, bool) {
 		return &corev1.Secret{}, true
 	case "policy/v1/PodDisruptionBudget":
 		return &policyv1.PodDisruptionBudget{}, true
-	case "kustomize.config.k8s.io/v1beta1/Kustomization":
+	case "kustomize.config.k8s.io/v1beta1/Kustomization", "kustomize.config.k8s.io/v1alpha1/Component":
 		return &types.Kustomization{}, true
 	}
 	return nil, false
@@ -89,11 +90,21 @@ var commentLine = regexp.MustCompile(`(?m)^\s*#.*$`)
 
 func stripComments(b []byte) []byte { return commentLine.ReplaceAll(b, nil) }
 
-// TestKubernetesManifestsDecodeStrictly decodes every YAML file under
-// deploy/kubernetes into the real API types, and finds each file listed in
-// the kustomization, so that no manifest lies there unused.
+// exampleSecretDir is the optional component with the example Secret.
+const exampleSecretDir = kubeDir + "/example-secret"
+
+// TestKubernetesManifestsDecodeStrictly decodes every YAML file of the base
+// and of its component into the real API types, and finds each file listed
+// in its kustomization (the configuration among the base's generated
+// ConfigMap's files), so that no manifest lies there unused.
 func TestKubernetesManifestsDecodeStrictly(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(kubeDir, "*.y*ml"))
+	for _, dir := range []string{kubeDir, exampleSecretDir} {
+		t.Run(filepath.Base(dir), func(t *testing.T) { decodeDir(t, dir) })
+	}
+}
+
+func decodeDir(t *testing.T, dir string) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.y*ml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
@@ -125,6 +136,16 @@ func TestKubernetesManifestsDecodeStrictly(t *testing.T) {
 			t.Errorf("%s is not among the kustomization's resources %v", r, kust.Resources)
 		}
 	}
+	others, _ := filepath.Glob(filepath.Join(dir, "*.env"))
+	for _, f := range others {
+		used := false
+		for _, g := range kust.ConfigMapGenerator {
+			used = used || slices.Contains(g.EnvSources, filepath.Base(f))
+		}
+		if !used {
+			t.Errorf("%s is not among the files of a configMapGenerator", f)
+		}
+	}
 }
 
 // built is what kustomize builds from deploy/kubernetes, by kind.
@@ -136,12 +157,14 @@ type built struct {
 	secrets    map[string]*corev1.Secret
 }
 
-func kustomizeBuild(t *testing.T) built {
+// kustomizeBuild builds a kustomization directory: the base, or an overlay
+// that a test writes.
+func kustomizeBuild(t *testing.T, dir string) built {
 	t.Helper()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	rm, err := k.Run(filesys.MakeFsOnDisk(), kubeDir)
+	rm, err := k.Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
-		t.Fatalf("kustomize build %s: %v", kubeDir, err)
+		t.Fatalf("kustomize build %s: %v", dir, err)
 	}
 	out, err := rm.AsYaml()
 	if err != nil {
@@ -167,16 +190,111 @@ func kustomizeBuild(t *testing.T) built {
 			t.Errorf("unexpected object %T in the build", o)
 		}
 	}
-	if b.deployment == nil || b.service == nil || b.pdb == nil || len(b.configMaps) != 1 || len(b.secrets) != 1 {
+	if b.deployment == nil || b.service == nil || b.pdb == nil || len(b.configMaps) != 1 {
 		t.Fatalf("build lacks objects: %+v", b)
 	}
 	return b
 }
 
+// overlay writes an overlay of the base into a temporary directory, with
+// the extra lines of its kustomization, and returns the directory.
+func overlay(t *testing.T, extra string) string {
+	t.Helper()
+	// kustomize takes the base by a relative path only.
+	abs, err := filepath.Abs(kubeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	base, err := filepath.Rel(dir, abs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + base + "\n" +
+		strings.ReplaceAll(extra, "BASE", base)
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// configMap is the one ConfigMap of a build.
+func (b built) configMap() *corev1.ConfigMap {
+	for _, c := range b.configMaps {
+		return c
+	}
+	return nil
+}
+
+// TestKustomizeSecretsAndConfig: the base renders no Secret, so that
+// `kubectl apply -k` of the base or an overlay never puts placeholders over
+// the credentials created from a secret store; the example Secret comes
+// only with the component example-secret/. The configuration is a
+// generated ConfigMap whose name changes with its content, so that an
+// overlay that changes a value changes the pod template and rolls the pods.
+func TestKustomizeSecretsAndConfig(t *testing.T) {
+	base := kustomizeBuild(t, kubeDir)
+	if len(base.secrets) != 0 {
+		for name, s := range base.secrets {
+			t.Errorf("the base renders the Secret %s with values for %d keys", name, len(s.StringData)+len(s.Data))
+		}
+	}
+	cm := base.configMap()
+	pod := base.deployment.Spec.Template.Spec
+	if !strings.HasPrefix(cm.Name, "schedbridge-config-") {
+		t.Errorf("ConfigMap %s: want the name of a configMapGenerator, with its content's hash", cm.Name)
+	}
+	for _, c := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+		var cmRef, secretRef string
+		for _, e := range c.EnvFrom {
+			switch {
+			case e.ConfigMapRef != nil:
+				cmRef = e.ConfigMapRef.Name
+			case e.SecretRef != nil:
+				secretRef = e.SecretRef.Name
+			}
+		}
+		if cmRef != cm.Name || secretRef != "schedbridge-secrets" {
+			t.Errorf("%s: envFrom ConfigMap %q Secret %q, want %q and schedbridge-secrets", c.Name, cmRef, secretRef, cm.Name)
+		}
+	}
+
+	// The component: the example Secret, placeholders only, of the name
+	// the pods read.
+	withExample := kustomizeBuild(t, overlay(t, "components:\n  - BASE/example-secret\n"))
+	s, ok := withExample.secrets["schedbridge-secrets"]
+	if !ok || len(withExample.secrets) != 1 {
+		t.Fatalf("the component example-secret renders %v, want the Secret schedbridge-secrets", withExample.secrets)
+	}
+	known := binaryEnvNames(t)
+	for name, v := range s.StringData {
+		checkEnvName(t, known, "Secret "+s.Name, name)
+		if !strings.Contains(v, "CHANGE-ME") {
+			t.Errorf("Secret %s: %s is not an obvious placeholder", s.Name, name)
+		}
+	}
+	if len(s.Data) != 0 || len(s.StringData) == 0 {
+		t.Errorf("Secret %s: data %v; the example holds placeholders in stringData only", s.Name, s.Data)
+	}
+
+	// An overlay that changes one value: another ConfigMap name, and the
+	// pod template names it, so the Deployment rolls.
+	changed := kustomizeBuild(t, overlay(t, "configMapGenerator:\n  - name: schedbridge-config\n    behavior: merge\n    literals:\n      - SCHEDBRIDGE_LOG_LEVEL=debug\n"))
+	ccm := changed.configMap()
+	if ccm.Data["SCHEDBRIDGE_LOG_LEVEL"] != "debug" || ccm.Name == cm.Name {
+		t.Errorf("after a change of the log level: ConfigMap %s %v, the base's %s", ccm.Name, ccm.Data["SCHEDBRIDGE_LOG_LEVEL"], cm.Name)
+	}
+	if ref := changed.deployment.Spec.Template.Spec.Containers[0].EnvFrom; !slices.ContainsFunc(ref, func(e corev1.EnvFromSource) bool {
+		return e.ConfigMapRef != nil && e.ConfigMapRef.Name == ccm.Name
+	}) {
+		t.Errorf("the changed build's pod template reads %+v, not the new ConfigMap %s", ref, ccm.Name)
+	}
+}
+
 // TestKustomizeBuild builds deploy/kubernetes with the kustomize library,
 // decodes the result strictly and checks what an operator relies on.
 func TestKustomizeBuild(t *testing.T) {
-	b := kustomizeBuild(t)
+	b := kustomizeBuild(t, kubeDir)
 	d := b.deployment
 	pod := d.Spec.Template.Spec
 	known := binaryEnvNames(t)
@@ -211,6 +329,12 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Error("the pod mounts a service account token it does not use")
+	}
+	// Service links would put SCHEDBRIDGE_SERVICE_HOST, SCHEDBRIDGE_PORT
+	// and more (from the Service named schedbridge) into the binary's own
+	// prefix of variables.
+	if pod.EnableServiceLinks == nil || *pod.EnableServiceLinks {
+		t.Errorf("enableServiceLinks %s, want false", ptrString(pod.EnableServiceLinks))
 	}
 
 	if len(pod.InitContainers) != 1 || !slices.Equal(pod.InitContainers[0].Args, []string{"migrate"}) {
@@ -249,18 +373,19 @@ func TestKustomizeBuild(t *testing.T) {
 				t.Errorf("%s: %s is not a size-limited emptyDir", c.Name, p)
 			}
 		}
-		// Configuration from the ConfigMap and the Secret, both in the build.
+		// Configuration from the built ConfigMap and from the Secret that
+		// the operator creates (TestKustomizeSecretsAndConfig).
 		var fromCM, fromSecret bool
 		for _, e := range c.EnvFrom {
 			switch {
 			case e.ConfigMapRef != nil:
 				_, fromCM = b.configMaps[e.ConfigMapRef.Name]
 			case e.SecretRef != nil:
-				_, fromSecret = b.secrets[e.SecretRef.Name]
+				fromSecret = e.SecretRef.Name != ""
 			}
 		}
 		if !fromCM || !fromSecret {
-			t.Errorf("%s: envFrom %+v does not name the built ConfigMap and Secret", c.Name, c.EnvFrom)
+			t.Errorf("%s: envFrom %+v does not name the built ConfigMap and a Secret", c.Name, c.EnvFrom)
 		}
 		for _, e := range c.Env {
 			checkEnvName(t, known, c.Name+" env", e.Name)
@@ -286,16 +411,31 @@ func TestKustomizeBuild(t *testing.T) {
 	if serve.ReadinessProbe.TimeoutSeconds <= 2 {
 		t.Errorf("readiness timeout %d s: want more than the checks' 2 s", serve.ReadinessProbe.TimeoutSeconds)
 	}
-	var http *corev1.ContainerPort
+	var http, metrics *corev1.ContainerPort
 	for i, p := range serve.Ports {
-		if p.Name == "http" {
+		switch p.Name {
+		case "http":
 			http = &serve.Ports[i]
+		case "metrics":
+			metrics = &serve.Ports[i]
 		}
 	}
+	if http == nil || http.ContainerPort != 8080 {
+		t.Errorf("port %+v: want http 8080", http)
+	}
+	// The metrics are served on a port of their own, named for a
+	// PodMonitor, scraped at the pod's address and not exposed by the
+	// Service that the API's clients use.
 	ann := d.Spec.Template.Annotations
-	if http == nil || http.ContainerPort != 8080 || ann["prometheus.io/scrape"] != "true" ||
-		ann["prometheus.io/port"] != "8080" || ann["prometheus.io/path"] != "/metrics" {
-		t.Errorf("port %+v, annotations %v: want http 8080 scraped at /metrics", http, ann)
+	if metrics == nil || metrics.ContainerPort == 8080 || ann["prometheus.io/scrape"] != "true" ||
+		ann["prometheus.io/port"] != fmt.Sprint(metrics.ContainerPort) || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("port %+v, annotations %v: want a port named metrics, apart from http, scraped at /metrics", metrics, ann)
+	}
+	for _, p := range b.service.Spec.Ports {
+		if metrics != nil && (p.TargetPort.String() == "metrics" || p.TargetPort.IntValue() == int(metrics.ContainerPort) ||
+			(p.TargetPort.String() == "" && p.Port == metrics.ContainerPort)) {
+			t.Errorf("the Service exposes the metrics port: %+v", p)
+		}
 	}
 
 	// Memory from the measured peak: the request covers the highest peak
@@ -306,13 +446,16 @@ func TestKustomizeBuild(t *testing.T) {
 	}
 
 	// The configuration: names the binary reads, the drain shorter than
-	// the grace period, placeholders only in the example Secret.
-	var cm *corev1.ConfigMap
-	for _, c := range b.configMaps {
-		cm = c
-	}
+	// the grace period.
+	cm := b.configMap()
 	for name := range cm.Data {
 		checkEnvName(t, known, "ConfigMap "+cm.Name, name)
+	}
+	// The binary listens for the metrics where the pod's port says, and on
+	// the pod's address, not its default of loopback that no scraper reaches.
+	if host, port, err := net.SplitHostPort(cm.Data["SCHEDBRIDGE_METRICS_ADDR"]); err != nil || metrics == nil ||
+		port != fmt.Sprint(metrics.ContainerPort) || (host != "" && host != "0.0.0.0" && host != "::") {
+		t.Errorf("SCHEDBRIDGE_METRICS_ADDR %q (%v): want every interface on the port named metrics", cm.Data["SCHEDBRIDGE_METRICS_ADDR"], err)
 	}
 	if goMem, ok := cm.Data["GOMEMLIMIT"]; ok {
 		q, err := resource.ParseQuantity(strings.TrimSuffix(goMem, "B"))
@@ -324,17 +467,6 @@ func TestKustomizeBuild(t *testing.T) {
 	shutdown := durationOr(t, cm.Data["SCHEDBRIDGE_SHUTDOWN_TIMEOUT"], 30*time.Second)
 	if pod.TerminationGracePeriodSeconds == nil || time.Duration(*pod.TerminationGracePeriodSeconds)*time.Second <= drain+shutdown {
 		t.Errorf("terminationGracePeriodSeconds %v: want more than drain %s + shutdown %s", pod.TerminationGracePeriodSeconds, drain, shutdown)
-	}
-	for _, s := range b.secrets {
-		for name, v := range s.StringData {
-			checkEnvName(t, known, "Secret "+s.Name, name)
-			if !strings.Contains(v, "CHANGE-ME") {
-				t.Errorf("Secret %s: %s is not an obvious placeholder", s.Name, name)
-			}
-		}
-		if len(s.Data) != 0 {
-			t.Errorf("Secret %s: data %v; the example holds placeholders in stringData only", s.Name, s.Data)
-		}
 	}
 }
 

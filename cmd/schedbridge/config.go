@@ -33,6 +33,7 @@ import (
 // secret are redacted by `schedbridge config`.
 type Config struct {
 	Addr            string         `yaml:"addr" check:"listen"`
+	MetricsAddr     string         `yaml:"metrics_addr" check:"listen"` // GET /metrics, on a listener apart from the API's
 	DataDir         string         `yaml:"data_dir" check:"nonempty"`
 	DatabaseURL     string         `yaml:"database_url" check:"custom"`
 	MaxBodyBytes    int64          `yaml:"max_body_bytes" check:"positive"`
@@ -132,6 +133,7 @@ type IMAPConfig struct {
 func defaultConfig() Config {
 	c := Config{
 		Addr:            "127.0.0.1:8080",
+		MetricsAddr:     "127.0.0.1:9090",
 		DataDir:         "./var",
 		MaxBodyBytes:    64 << 20,
 		ReadTimeout:     60 * time.Second,
@@ -178,6 +180,7 @@ type envVar struct{ name, key string }
 // that each YAML key of Config has one.
 var envVars = []envVar{
 	{"SCHEDBRIDGE_ADDR", "addr"},
+	{"SCHEDBRIDGE_METRICS_ADDR", "metrics_addr"},
 	{"SCHEDBRIDGE_DATA_DIR", "data_dir"},
 	{"SCHEDBRIDGE_DATABASE_URL", "database_url"},
 	{"SCHEDBRIDGE_MAX_BODY_BYTES", "max_body_bytes"},

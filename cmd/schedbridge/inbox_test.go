@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,14 +54,9 @@ func (in *instance) withInbox(minio bool) {
 
 // second is another serve process on the same database and bucket.
 func (in *instance) second() *instance {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	env := append(append([]string{}, in.env...), "SCHEDBRIDGE_ADDR="+addr)
-	return &instance{t: in.t, env: env, addr: addr, dbURL: in.dbURL}
+	addr, metricsAddr := freeAddr(in.t), freeAddr(in.t)
+	env := append(append([]string{}, in.env...), "SCHEDBRIDGE_ADDR="+addr, "SCHEDBRIDGE_METRICS_ADDR="+metricsAddr)
+	return &instance{t: in.t, env: env, addr: addr, dbURL: in.dbURL, metricsAddr: metricsAddr}
 }
 
 func (in *instance) report(key string) map[string][]map[string]any {

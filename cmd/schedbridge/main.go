@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/schedbridge/schedbridge/api"
 	"github.com/schedbridge/schedbridge/api/bearer"
@@ -309,6 +310,23 @@ func orDash(s string) string {
 	return s
 }
 
+// newMetricsServer serves the registry's metrics at GET /metrics and
+// nothing else.
+func newMetricsServer(reg *prometheus.Registry, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}))
+	return &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
 // serve runs the API until SIGTERM or SIGINT, then drains: new requests get
 // 503 with Retry-After while requests in flight finish, and the process exits 0.
 func (a *app) serve(ctx context.Context) error {
@@ -466,9 +484,20 @@ func (a *app) serve(ctx context.Context) error {
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
-	errc := make(chan error, 1)
+	// The metrics have a listener of their own (metrics_addr, loopback by
+	// default): they show the schedules per TSO answer, the inbox's backlog
+	// and the leader flag, which are nothing for whoever can reach the API.
+	mln, err := net.Listen("tcp", a.cfg.MetricsAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen %s (%s): %w", a.cfg.MetricsAddr, keyName("metrics_addr"), err)
+	}
+	ms := newMetricsServer(reg, a.log)
+	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
-	a.log.Info("serving", "addr", ln.Addr().String(), "dialect", string(db.Dialect()), "data_dir", a.cfg.DataDir)
+	go func() { errc <- ms.Serve(mln) }()
+	a.log.Info("serving", "addr", ln.Addr().String(), "metrics_addr", mln.Addr().String(),
+		"dialect", string(db.Dialect()), "data_dir", a.cfg.DataDir)
 
 	select {
 	case err := <-errc:
@@ -489,6 +518,11 @@ func (a *app) serve(ctx context.Context) error {
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	// The metrics were served through the drain; a scrape in flight is
+	// short.
+	if err := ms.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: metrics: %w", err)
 	}
 	// Runs that the console started in the background end as failed, with
 	// the shutdown as their error, while the database is still open; an

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -10,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
 
@@ -28,12 +32,17 @@ func promtool(t *testing.T) string {
 	return ""
 }
 
-// scrape returns the server's /metrics as served.
+// scrape returns the server's /metrics as served on its metrics listener.
 func (in *instance) scrape() string {
 	in.t.Helper()
-	code, _, b := in.raw("GET", "/metrics", "", nil)
-	if code != 200 {
-		in.t.Fatalf("GET /metrics: %d\n%s", code, b)
+	resp, err := http.Get("http://" + in.metricsAddr + "/metrics")
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		in.t.Fatalf("GET /metrics: %d %v\n%s", resp.StatusCode, err, b)
 	}
 	return string(b)
 }
@@ -146,5 +155,59 @@ func TestMetricsFromRecordedState(t *testing.T) {
 				t.Errorf("promtool check metrics: %v\n%s", err, report)
 			}
 		})
+	}
+}
+
+// TestMetricsOnTheirOwnListener: serve shows /metrics on metrics_addr
+// (SCHEDBRIDGE_METRICS_ADDR) and nowhere on the API's listener, whose
+// clients must not read the schedules per TSO answer, the inbox's backlog
+// or the leader flag. The metrics listener serves nothing but /metrics.
+// The listeners do not depend on the database, so SQLite alone is used.
+func TestMetricsOnTheirOwnListener(t *testing.T) {
+	in := newInstance(t, sqldb.SQLite)
+	in.env = append(in.env, "SCHEDBRIDGE_SCHEDULER=false", "SCHEDBRIDGE_DRAIN_GRACE=0s")
+	srv, logs := in.serve()
+	defer stop(t, srv, logs)
+
+	if code, _, b := in.raw("GET", "/metrics", "", nil); code != 404 || strings.Contains(string(b), "schedbridge_") {
+		t.Errorf("GET /metrics on the API's listener: %d\n%.300s", code, b)
+	}
+	scrape := in.scrape()
+	for _, want := range []string{`schedbridge_http_requests_total{code="200",method="GET",route="/health"}`, "go_goroutines ", "process_resident_memory_bytes "} {
+		if !strings.Contains(scrape, want) {
+			t.Errorf("the metrics listener's scrape lacks %s", want)
+		}
+	}
+	resp, err := http.Get("http://" + in.metricsAddr + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("GET /health on the metrics listener: %d, want 404", resp.StatusCode)
+	}
+	if !strings.Contains(logs.String(), `"metrics_addr":"`+in.metricsAddr+`"`) {
+		t.Errorf("the start line does not name the metrics listener:\n%s", logs)
+	}
+}
+
+// TestMetricsAddrConfig: the metrics listen on loopback unless configured,
+// and a malformed address refuses the start with the variable's name.
+func TestMetricsAddrConfig(t *testing.T) {
+	c, err := loadConfig("", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _, err := net.SplitHostPort(c.MetricsAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() || c.MetricsAddr == c.Addr {
+		t.Errorf("default metrics_addr %q (%v): want a loopback address apart from addr %q", c.MetricsAddr, err, c.Addr)
+	}
+	env := map[string]string{"SCHEDBRIDGE_METRICS_ADDR": "0.0.0.0:9100"}
+	if c, err := loadConfig("", func(k string) string { return env[k] }); err != nil || c.MetricsAddr != "0.0.0.0:9100" {
+		t.Errorf("SCHEDBRIDGE_METRICS_ADDR=0.0.0.0:9100: %q, %v", c.MetricsAddr, err)
+	}
+	env["SCHEDBRIDGE_METRICS_ADDR"] = "9100"
+	if _, err := loadConfig("", func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "SCHEDBRIDGE_METRICS_ADDR") {
+		t.Errorf("SCHEDBRIDGE_METRICS_ADDR=9100: %v, want a refusal naming the variable", err)
 	}
 }
