@@ -32,12 +32,12 @@ func TestHTTPConfig(t *testing.T) {
 		{"environment over yaml", "read_timeout: 90s\n",
 			map[string]string{"SCHEDBRIDGE_READ_TIMEOUT": "300ms", "SCHEDBRIDGE_WRITE_TIMEOUT": "5s", "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "true"},
 			300 * time.Millisecond, 5 * time.Second, true, ""},
-		{"no read timeout", "read_timeout: 0s\n", nil, 0, 0, false, "read_timeout (SCHEDBRIDGE_READ_TIMEOUT) 0s: want a positive duration"},
-		{"negative write timeout", "", map[string]string{"SCHEDBRIDGE_WRITE_TIMEOUT": "-1s"}, 0, 0, false, "write_timeout (SCHEDBRIDGE_WRITE_TIMEOUT) -1s: want a positive duration"},
+		{"no read timeout", "read_timeout: 0s\n", nil, 0, 0, false, "read_timeout (SCHEDBRIDGE_READ_TIMEOUT) 0s: must be positive"},
+		{"negative write timeout", "", map[string]string{"SCHEDBRIDGE_WRITE_TIMEOUT": "-1s"}, 0, 0, false, "write_timeout (SCHEDBRIDGE_WRITE_TIMEOUT) -1s: must be positive"},
 		{"open and a token", "", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "1", "SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN": "t"}, 0, 0, false,
-			"webhook_open and webhook_token exclude each other"},
+			"inbox.webhook_open (SCHEDBRIDGE_INBOX_WEBHOOK_OPEN) and inbox.webhook_token (SCHEDBRIDGE_INBOX_WEBHOOK_TOKEN) exclude each other"},
 		{"open not a boolean", "", map[string]string{"SCHEDBRIDGE_INBOX_WEBHOOK_OPEN": "yes"}, 0, 0, false, "SCHEDBRIDGE_INBOX_WEBHOOK_OPEN"},
-		{"no attempts", "inbox:\n  max_attempts: 0\n", nil, 0, 0, false, "inbox.max_attempts (SCHEDBRIDGE_INBOX_MAX_ATTEMPTS) at least 1"},
+		{"no attempts", "inbox:\n  max_attempts: 0\n", nil, 0, 0, false, "inbox.max_attempts (SCHEDBRIDGE_INBOX_MAX_ATTEMPTS) 0: must be positive"},
 		{"attempts not a number", "", map[string]string{"SCHEDBRIDGE_INBOX_MAX_ATTEMPTS": "many"}, 0, 0, false, "SCHEDBRIDGE_INBOX_MAX_ATTEMPTS"},
 	}
 	for _, tt := range tests {
