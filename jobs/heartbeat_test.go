@@ -379,13 +379,17 @@ func TestMissedSlots(t *testing.T) {
 	}
 }
 
-// gateLeader refuses the leadership until open is closed.
+// gateLeader refuses the leadership until open is closed, and closes asked
+// when it is first asked, that is when the scheduler has begun to compete.
 type gateLeader struct {
 	open  chan struct{}
+	asked chan struct{}
+	first sync.Once
 	inner losingLeader
 }
 
 func (g *gateLeader) TryLeader(ctx context.Context, name string) (context.Context, func(), bool, error) {
+	g.first.Do(func() { close(g.asked) })
 	select {
 	case <-g.open:
 		return g.inner.TryLeader(ctx, name)
@@ -403,7 +407,7 @@ func TestTakeoverFiresMissedSlot(t *testing.T) {
 	e.seed(t, "p1", 10)
 	clk := clocktest.New(time.Date(2026, 11, 23, 8, 59, 50, 0, pipeline.Berlin))
 	r := e.runner(func(c *jobs.Config) { c.Now = clk.Now })
-	g := &gateLeader{open: make(chan struct{})}
+	g := &gateLeader{open: make(chan struct{}), asked: make(chan struct{})}
 	s, err := jobs.NewScheduler(r, g, jobs.SchedulerConfig{Specs: onlyForecast("0 9 * * *"), LeaderPoll: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +415,7 @@ func TestTakeoverFiresMissedSlot(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(sctx) }()
-	time.Sleep(50 * time.Millisecond) // the follower competes from 08:59:50
+	<-g.asked // the follower competes from 08:59:50
 	clk.Set(time.Date(2026, 11, 23, 9, 0, 20, 0, pipeline.Berlin))
 	close(g.open)
 	var runs []pipeline.Run

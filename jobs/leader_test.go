@@ -14,12 +14,14 @@ import (
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
 
-// leaderLog records which scheduler became leader and when it let go.
+// leaderLog records which scheduler became leader and when it let go, and
+// how often each was refused.
 type leaderLog struct {
-	mu     sync.Mutex
-	leads  []string
-	active map[string]bool
-	both   bool // two leaders at once was seen
+	mu      sync.Mutex
+	leads   []string
+	active  map[string]bool
+	both    bool // two leaders at once was seen
+	refused map[string]int
 }
 
 type namedLeader struct {
@@ -30,10 +32,12 @@ type namedLeader struct {
 
 func (n namedLeader) TryLeader(ctx context.Context, name string) (context.Context, func(), bool, error) {
 	held, release, ok, err := n.l.TryLeader(ctx, name)
+	n.log.mu.Lock()
 	if !ok {
+		n.log.refused[n.name]++
+		n.log.mu.Unlock()
 		return held, release, ok, err
 	}
-	n.log.mu.Lock()
 	n.log.leads = append(n.log.leads, n.name)
 	n.log.active[n.name] = true
 	if len(n.log.active) > 1 {
@@ -74,7 +78,7 @@ func TestOneLeader(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			log := &leaderLog{active: map[string]bool{}}
+			log := &leaderLog{active: map[string]bool{}, refused: map[string]int{}}
 			var cancels []context.CancelFunc
 			var wg sync.WaitGroup
 			for _, name := range []string{"A", "B"} {
@@ -96,9 +100,14 @@ func TestOneLeader(t *testing.T) {
 				wg.Wait()
 			}()
 			waitFor(t, func() bool { log.mu.Lock(); defer log.mu.Unlock(); return len(log.leads) == 1 })
-			time.Sleep(200 * time.Millisecond) // ten polls of the follower
 			log.mu.Lock()
 			first := log.leads[0]
+			follower := map[string]string{"A": "B", "B": "A"}[first]
+			polls := log.refused[follower]
+			log.mu.Unlock()
+			// Ten polls of the follower while the leader leads.
+			waitFor(t, func() bool { log.mu.Lock(); defer log.mu.Unlock(); return log.refused[follower] >= polls+10 })
+			log.mu.Lock()
 			n := len(log.leads)
 			log.mu.Unlock()
 			if n != 1 {

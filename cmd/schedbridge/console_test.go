@@ -159,8 +159,16 @@ func TestConsoleInboxRetry(t *testing.T) {
 			if code, body := retry(); code != 202 || body["retried_at"] == nil {
 				t.Fatalf("second retry: %d %v", code, body)
 			}
-			wake()
-			time.Sleep(500 * time.Millisecond) // a scan's worth, for a second staging that must not happen
+			// Two more finished scans, each woken, so that a whole one began
+			// after the retry (the first may have begun before it): it would
+			// have staged the file a second time.
+			scans := in.metric("schedbridge_inbox_scan_duration_seconds_count")
+			for n := range 2 {
+				wake()
+				waitFor(t, "a whole scan after the retry", 20*time.Second, func() bool {
+					return in.metric("schedbridge_inbox_scan_duration_seconds_count") >= scans+float64(n+1)
+				})
+			}
 			if n := in.meteredVersions("p9"); n != rows {
 				t.Errorf("%d versions staged, want %d: staged twice", n, rows)
 			}

@@ -163,11 +163,16 @@ func TestInboxKilledMidFile(t *testing.T) {
 	cmd, logs := in.serve()
 	in.cli(0, "inbox", "put", file, "--portfolio", "p1", "--kind", "metered-data")
 	waitFor(t, "processing to start", 20*time.Second, func() bool { return len(in.report(key)["processing"]) == 1 })
-	time.Sleep(300 * time.Millisecond) // into the file, not at its claim
+	// Into the file, not at its claim: the process has written rows into
+	// its open transaction.
+	waitFor(t, "staging to begin", 20*time.Second, func() bool {
+		return strings.Contains(logs.String(), `"msg":"inbox file staging: first batch written`)
+	})
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	if n := in.versions(); n != 0 {
-		t.Fatalf("a killed staging left %d versions", n)
+	// Killed before the commit: the file was neither staged nor finished.
+	if n := in.versions(); n != 0 || strings.Contains(logs.String(), `"msg":"inbox file processed"`) {
+		t.Fatalf("the kill came after the file's commit: %d versions\n%s", n, logs)
 	}
 	in.serve()
 	waitFor(t, "the file to be processed", 60*time.Second, func() bool {

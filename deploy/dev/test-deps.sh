@@ -33,6 +33,12 @@ if ! have_pg || ! id postgres >/dev/null 2>&1; then
 fi
 have_pg || { echo "test-deps: initdb still not found" >&2; exit 1; }
 
+# A C compiler for the race detector's run (make test-race), which needs cgo.
+if ! command -v gcc >/dev/null 2>&1; then
+  echo "test-deps: installing gcc" >&2
+  apt_install gcc libc6-dev
+fi
+
 # S3 servers for the object-store tests (storage/objstore/objtest), pinned;
 # keep module and version in sync with objtest.go. The tests never build them.
 TOOLS_DIR="${SCHEDBRIDGE_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/schedbridge/bin}"

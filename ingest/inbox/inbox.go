@@ -665,6 +665,10 @@ func (p *Processor) process(ctx context.Context, f pipeline.InboxFile, l layout,
 			return emit(b)
 		})
 		return err
+	}, func() {
+		// Tells an operator watching a large file (and the test that kills
+		// a process while it stages one) that its rows are being written.
+		p.cfg.Logger.Debug("inbox file staging: first batch written, uncommitted until the whole file is read", "key", f.Key)
 	})
 	var fe *ingest.FileError
 	if errors.As(err, &fe) {
@@ -787,8 +791,9 @@ type pendingBatch struct {
 // engine writes on the staging goroutine, which is the slower side there).
 // Batches belong to their receiver once emitted (ingest.BulkBatch), and at
 // most two wait between the two sides. A staging failure stops the decoder;
-// it is the error returned.
-func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(bulk.BulkBatch) error) error) error {
+// it is the error returned. firstStaged, when not nil, is called once the
+// first batch is written into the still open transaction.
+func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context, func(bulk.BulkBatch) error) error, firstStaged func()) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	batches := make(chan pendingBatch, 2)
@@ -806,6 +811,9 @@ func stageOverlapped(ctx context.Context, st Stager, decode func(context.Context
 			}
 			if err != nil {
 				cancel(err)
+			} else if firstStaged != nil {
+				firstStaged()
+				firstStaged = nil
 			}
 		}
 		staged <- err

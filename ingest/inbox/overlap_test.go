@@ -44,7 +44,7 @@ func TestStageOverlapped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := &countingStager{failAt: tt.failAt}
-			emitted := 0
+			emitted, firsts := 0, 0
 			err := stageOverlapped(context.Background(), st, func(ctx context.Context, emit func(bulk.BulkBatch) error) error {
 				for _, m := range malos {
 					if err := emit(batchOf(m)); err != nil {
@@ -53,7 +53,12 @@ func TestStageOverlapped(t *testing.T) {
 					emitted++
 				}
 				return tt.decodeErr
-			})
+			}, func() { firsts++ })
+			// The first staged batch is announced once, and only when it
+			// was staged.
+			if firsts != min(tt.wantStaged, 1) {
+				t.Errorf("first staged batch announced %d times", firsts)
+			}
 			if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
 				t.Fatalf("err = %v, want %q", err, tt.wantErr)
 			}
@@ -110,7 +115,7 @@ func TestStageOverlappedPrepared(t *testing.T) {
 				}
 			}
 			return nil
-		})
+		}, nil)
 		if failAt == 0 {
 			if err != nil || len(st.staged) != len(malos) {
 				t.Fatalf("staged %v, %v; want all %d batches", st.staged, err, len(malos))

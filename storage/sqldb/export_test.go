@@ -174,3 +174,12 @@ func ExplainIsOperator(ctx context.Context, db *DB, email string) (string, error
 // ContentHash is contentHash, for tests that write rows as an older schema
 // held them.
 func ContentHash(parts ...[]byte) string { return contentHash(parts...) }
+
+// GroupCommitStats returns how many requests entered a group commit queue
+// and how many transactions were begun for them.
+func GroupCommitStats(db *DB) (queued, transactions int64) {
+	return db.groups.queued.Load(), db.groups.transactions.Load()
+}
+
+// MaxGroupWriters is how many group transactions of one table run at once.
+const MaxGroupWriters = maxGroupWriters

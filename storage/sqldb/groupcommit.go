@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -73,6 +74,10 @@ type groupDone struct {
 type stageGroups struct {
 	mu sync.Mutex
 	m  map[string]*stageGroup
+	// queued counts the requests that entered a group and transactions the
+	// transactions begun for them, group or alone, so that a test can show
+	// that concurrent requests shared their transactions.
+	queued, transactions atomic.Int64
 }
 
 func (db *DB) groupOf(t stagingTable) *stageGroup {
@@ -96,6 +101,7 @@ func (g *stageGroup) stage(ctx context.Context, a *pipeline.AuditEntry, items []
 	r := &groupReq{ctx: ctx, entry: *a, items: items, done: make(chan groupDone, 1)}
 	g.mu.Lock()
 	g.pending = append(g.pending, r)
+	g.db.groups.queued.Add(1)
 	if g.running < maxGroupWriters {
 		g.running++
 		go g.write()
@@ -144,6 +150,7 @@ func (g *stageGroup) commit(batch []*groupReq) {
 		if batch = live; len(batch) == 0 {
 			return
 		}
+		g.db.groups.transactions.Add(1)
 		done, err := g.db.stageBatch(ctx, g.t, batch)
 		if errors.Is(err, errCallerGone) {
 			continue // rolled back; the others go again without it
@@ -163,6 +170,7 @@ func (g *stageGroup) commit(batch []*groupReq) {
 		var wg sync.WaitGroup
 		for _, r := range batch {
 			wg.Go(func() {
+				g.db.groups.transactions.Add(1)
 				a := r.entry
 				res, err := g.db.stageAlone(r.ctx, g.t, &a, r.items)
 				r.done <- groupDone{res: res, entry: a, err: err}

@@ -2,6 +2,7 @@ package sqldb_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -436,4 +437,101 @@ func stageConcurrently(t *testing.T, db *sqldb.DB, portfolios []string, days []p
 			}
 		}
 	}
+}
+
+// Concurrent small submissions share their transactions on PostgreSQL (group
+// commit): while the staging table is locked by another session, so that no
+// transaction can finish, all of them queue; when it is released, they are
+// staged in at most one transaction per group writer plus one for those that
+// queued behind them, far fewer than one each. Each still gets its own
+// version. SQLite has no group commit (one writer at a time): there every
+// submission runs in a transaction of its own.
+func TestStageGroupCommitShares(t *testing.T) {
+	const writers = 48
+	for _, d := range sqltest.Backends {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			var db *sqldb.DB
+			release := func() {}
+			if d == sqldb.Postgres {
+				url := sqltest.PostgresURL(t)
+				var err error
+				if db, err = sqldb.Open(ctx, sqldb.Options{URL: url}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				if _, err := db.Migrate(ctx); err != nil {
+					t.Fatal(err)
+				}
+				release = lockTable(t, url, "forecast_versions")
+			} else {
+				db = sqltest.Open(t, d)
+			}
+			seedPortfolio(t, db, "p1")
+			results := make([]pipeline.StageResult, writers)
+			errs := make([]error, writers)
+			var wg sync.WaitGroup
+			for i := range writers {
+				wg.Go(func() {
+					f, b := forecast(pipeline.NewDay(2026, time.November, 23).AddDays(i), 1)
+					results[i], errs[i] = db.StageForecast(ctx, audit("p1", fmt.Sprint(i)), f, b)
+				})
+			}
+			if d == sqldb.Postgres {
+				// Every request is queued or in a transaction that waits for
+				// the lock; none can have been answered.
+				deadline := time.Now().Add(30 * time.Second)
+				for queued, _ := sqldb.GroupCommitStats(db); queued < writers; queued, _ = sqldb.GroupCommitStats(db) {
+					if time.Now().After(deadline) {
+						t.Fatalf("%d of %d requests queued", queued, writers)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			release()
+			wg.Wait()
+			for i, err := range errs {
+				if err != nil || results[i].Status != pipeline.Created || results[i].Version != 1 {
+					t.Errorf("writer %d: %+v, %v", i, results[i], err)
+				}
+			}
+			queued, txs := sqldb.GroupCommitStats(db)
+			if d == sqldb.SQLite {
+				if queued != 0 || txs != 0 {
+					t.Errorf("SQLite: %d requests queued for group commit in %d transactions, want none", queued, txs)
+				}
+				return
+			}
+			// Each writer may have taken one request before the others
+			// queued; the first to finish takes all the rest (64 at most).
+			if queued != writers || txs > sqldb.MaxGroupWriters+1 {
+				t.Errorf("%d requests went out in %d transactions, want at most %d", queued, txs, sqldb.MaxGroupWriters+1)
+			}
+			t.Logf("%d requests in %d transactions", queued, txs)
+		})
+	}
+}
+
+// lockTable holds an exclusive lock on a table in a session of its own until
+// the returned function is called (or the test ends).
+func lockTable(t *testing.T, url, table string) func() {
+	t.Helper()
+	ctx := context.Background()
+	side, err := sql.Open("pgx", url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { side.Close() })
+	tx, err := side.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "LOCK TABLE "+table+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	unlock := func() { once.Do(func() { tx.Rollback() }) }
+	t.Cleanup(unlock)
+	return unlock
 }
