@@ -13,7 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
@@ -429,19 +428,6 @@ func methodLabel(m string) string {
 // standard ones have at most 7 characters.
 const maxLoggedMethod = 32
 
-// clip cuts a value that a client chose to at most n bytes (on a character
-// boundary) before it is logged, and marks the cut with an ellipsis, so that
-// one request cannot write a log line of the size of its own header.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // observe logs and measures every request. It logs the route pattern and the
 // key id, never the key, the query string or the body.
 func (s *Server) observe(c *gin.Context) {
@@ -463,7 +449,7 @@ func (s *Server) observe(c *gin.Context) {
 	// id comes with the context (requestid.Handler). The method is the one
 	// value here that the client picks freely, so it is logged cut short.
 	attrs := []slog.Attr{
-		slog.String("method", clip(c.Request.Method, maxLoggedMethod)), slog.String("route", route), slog.Int("status", code),
+		slog.String("method", pipeline.ClipTo(c.Request.Method, maxLoggedMethod)), slog.String("route", route), slog.Int("status", code),
 		slog.Float64("duration_s", took), slog.Int64("bytes_in", c.Request.ContentLength),
 	}
 	if v, ok := c.Get(ctxPrincipal); ok {

@@ -10,13 +10,18 @@ const MaxQuoted = 200
 
 // Clip returns s, or its first MaxQuoted bytes (never half a character)
 // followed by an ellipsis, for quoting a client's value in a message.
-func Clip(s string) string {
-	if len(s) <= MaxQuoted {
+func Clip(s string) string { return ClipTo(s, MaxQuoted) }
+
+// ClipTo returns s, or its first n bytes (never half a character) followed
+// by an ellipsis. Every value that a client chooses and that is quoted in a
+// message or written to a log passes through here, so that one request
+// cannot make an answer, an audit row or a log line as large as itself.
+func ClipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := MaxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	return s[:cut] + "…"
+	return s[:n] + "…"
 }

@@ -21,3 +21,20 @@ func TestClip(t *testing.T) {
 		t.Errorf("Clip(%d bytes) = %q", len(long), got)
 	}
 }
+
+func TestClipTo(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"GET", 32, "GET"},
+		{"abcdef", 3, "abc…"},
+		{"äää", 3, "ä…"}, // byte 3 is inside the second "ä"
+		{"äää", 1, "…"},
+	} {
+		if got := ClipTo(tt.in, tt.n); got != tt.want {
+			t.Errorf("ClipTo(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

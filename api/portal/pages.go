@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -245,28 +244,16 @@ func (h *Handler) flowSameSite() http.SameSite {
 	return http.SameSiteNoneMode
 }
 
-// ssoCallback receives the provider's form_post: code and state in the body,
-// never in a URL. The state must name a stored flow of this browser; the
-// code is exchanged with the flow's verifier and the ID token verified with
-// the flow's nonce. It has no CSRF header by nature; the state and the flow
-// cookie are its CSRF protection.
 // maxLoggedError is the longest error code of an SSO callback that is
 // logged. The codes of RFC 6749 have at most 25 characters, but anyone can
 // post the callback, with a form of up to maxBody.
 const maxLoggedError = 64
 
-// clip cuts a value that a client chose to at most n bytes (on a character
-// boundary) before it is logged, and marks the cut with an ellipsis.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
+// ssoCallback receives the provider's form_post: code and state in the body,
+// never in a URL. The state must name a stored flow of this browser; the
+// code is exchanged with the flow's verifier and the ID token verified with
+// the flow's nonce. It has no CSRF header by nature; the state and the flow
+// cookie are its CSRF protection.
 func (h *Handler) ssoCallback(c *gin.Context) {
 	if h.sso == nil {
 		c.Redirect(http.StatusSeeOther, "/portal/anmelden?fehler=sso_aus")
@@ -285,7 +272,7 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 	// page it returns to) is taken first; either way it is used up.
 	state, code := c.PostForm("state"), c.PostForm("code")
 	if !validToken(state) {
-		back("sso", "callback without a well-formed state", slog.String("error", clip(c.PostForm("error"), maxLoggedError)))
+		back("sso", "callback without a well-formed state", slog.String("error", pipeline.ClipTo(c.PostForm("error"), maxLoggedError)))
 		return
 	}
 	flow, err := h.store.TakeLoginFlow(ctx, hash(state), h.now())
@@ -303,7 +290,7 @@ func (h *Handler) ssoCallback(c *gin.Context) {
 	}
 	signIn = signInPath(next)
 	if e := c.PostForm("error"); e != "" {
-		back("sso", "provider answered an error", slog.String("error", clip(e, maxLoggedError)))
+		back("sso", "provider answered an error", slog.String("error", pipeline.ClipTo(e, maxLoggedError)))
 		return
 	}
 	if code == "" {
