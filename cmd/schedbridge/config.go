@@ -775,12 +775,16 @@ func typeWant(t reflect.Type) string {
 	return "text"
 }
 
-// yamlLeafKeys lists the YAML keys of the configuration's leaves.
+// yamlLeafKeys lists the YAML keys of the configuration's leaves (maps and
+// lists included), walking Config by reflection.
 func yamlLeafKeys(t reflect.Type, prefix string) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
 		key := strings.TrimPrefix(prefix+"."+name, ".")
 		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
 			out = append(out, yamlLeafKeys(f.Type, key)...)

@@ -11,26 +11,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// yamlKeys lists the YAML keys of the configuration's leaves (maps and
-// lists included), walking Config by reflection.
-func yamlKeys(t reflect.Type, prefix string) []string {
-	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "" || name == "-" {
-			continue
-		}
-		key := strings.TrimPrefix(prefix+"."+name, ".")
-		if f.Type.Kind() == reflect.Struct && f.Type != durationType {
-			out = append(out, yamlKeys(f.Type, key)...)
-			continue
-		}
-		out = append(out, key)
-	}
-	return out
-}
-
 // configFile writes a YAML configuration for a test and returns its path,
 // or "" for an empty text: no --config.
 func configFile(t *testing.T, text string) string {
@@ -49,7 +29,7 @@ func configFile(t *testing.T, text string) string {
 // environment (a map through one variable or one per entry), and each
 // variable sets the key it names.
 func TestEveryKeyHasAnEnvVar(t *testing.T) {
-	keys := yamlKeys(reflect.TypeOf(Config{}), "")
+	keys := yamlLeafKeys(reflect.TypeOf(Config{}), "")
 	if len(keys) < 70 {
 		t.Fatalf("only %d keys found", len(keys))
 	}
