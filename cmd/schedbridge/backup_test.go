@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
@@ -29,27 +26,9 @@ func TestRestoreAtAnotherPath(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			in := newInstance(t, d)
-			in.env = append(in.env, "SCHEDBRIDGE_SCHEDULER=false")
-			out, _ := in.cli(0, "demo", "--locations", "30", "--day", "2026-03-29")
-			key := regexp.MustCompile(`export KEY=(sbk_[A-Z2-7]+)`).FindStringSubmatch(out)
-			if key == nil {
-				t.Fatalf("demo printed no key:\n%s", out)
-			}
+			_, key := runDemo(in, 30)
 			dir := envValue(in.env, "SCHEDBRIDGE_DATA_DIR")
-			energy := func(in *instance) float64 {
-				t.Helper()
-				list, _ := in.cli(0, "lake", "files", "forecast_malo", "--day", "2026-03-29", "--sql")
-				r, err := laketest.DuckDB(t).Query(context.Background(), "select sum(power_mw) / 4 as mwh from read_parquet("+strings.TrimSpace(list)+")")
-				if err != nil {
-					t.Fatal(err)
-				}
-				mwh, err := r.Float(0, "mwh")
-				if err != nil {
-					t.Fatal(err)
-				}
-				return mwh
-			}
-			want := energy(in)
+			want := lakeEnergy(in)
 
 			backup := filepath.Join(t.TempDir(), "backup")
 			if d == sqldb.SQLite {
@@ -100,18 +79,18 @@ func TestRestoreAtAnotherPath(t *testing.T) {
 					t.Errorf("lake files lists %s, outside the restored data directory", p)
 				}
 			}
-			if got := energy(re); math.Abs(got-want) > 1e-6*math.Abs(want) || want == 0 {
+			if got := lakeEnergy(re); math.Abs(got-want) > 1e-6*math.Abs(want) || want == 0 {
 				t.Errorf("restored lake: %v MWh, before the backup %v MWh", got, want)
 			}
 			if stdout, stderr := re.cli(0, "run", "chain", "--day", "2026-03-29"); strings.Contains(stderr, "retrying") {
 				t.Errorf("chain on the restored data retried: %s %s", stdout, stderr)
 			}
-			if got := energy(re); math.Abs(got-want) > 1e-6*math.Abs(want) {
+			if got := lakeEnergy(re); math.Abs(got-want) > 1e-6*math.Abs(want) {
 				t.Errorf("after the next chain: %v MWh, want %v", got, want)
 			}
 
 			re.serve()
-			code, _, body := re.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key[1], nil)
+			code, _, body := re.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key, nil)
 			if areas, _ := body["areas"].([]any); code != 200 || len(areas) != 2 {
 				t.Errorf("positions from the restored service: %d %v", code, body)
 			}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,18 +23,8 @@ func TestDemoAndRun(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			in := newInstance(t, d)
-			in.env = append(in.env, "SCHEDBRIDGE_SCHEDULER=false")
-			out, _ := in.cli(0, "demo", "--locations", "60", "--day", "2026-03-29")
-			key := regexp.MustCompile(`export KEY=(sbk_[A-Z2-7]+)`).FindStringSubmatch(out)
-			if key == nil {
-				t.Fatalf("demo printed no key:\n%s", out)
-			}
-			var dir string
-			for _, e := range in.env {
-				if strings.HasPrefix(e, "SCHEDBRIDGE_DATA_DIR=") {
-					dir = strings.TrimPrefix(e, "SCHEDBRIDGE_DATA_DIR=")
-				}
-			}
+			out, key := runDemo(in, 60)
+			dir := envValue(in.env, "SCHEDBRIDGE_DATA_DIR")
 			files, _ := filepath.Glob(filepath.Join(dir, "bucket", "outbox", "fahrplan", "20260329_TPS_*_001.XML"))
 			if len(files) != 2 {
 				t.Fatalf("schedule files %v", files)
@@ -58,15 +49,7 @@ func TestDemoAndRun(t *testing.T) {
 				if len(paths) == 0 || len(runs) != 1 {
 					t.Fatalf("lake files: %q, want the files of one run", stdout)
 				}
-				list, _ := in.cli(0, "lake", "files", "forecast_malo", "--day", "2026-03-29", "--sql")
-				r, err := laketest.DuckDB(t).Query(context.Background(), "select sum(power_mw) / 4 as mwh from read_parquet("+strings.TrimSpace(list)+")")
-				if err != nil {
-					t.Fatal(err)
-				}
-				mwh, err := r.Float(0, "mwh")
-				if err != nil {
-					t.Fatal(err)
-				}
+				mwh := lakeEnergy(in)
 				for run := range runs {
 					return run, mwh
 				}
@@ -95,7 +78,7 @@ func TestDemoAndRun(t *testing.T) {
 			}
 
 			in.serve()
-			code, _, body := in.do("GET", "/v1/process/kalkulation?von=2026-03-29&bis=2026-03-29&portfolio=demo", key[1], nil)
+			code, _, body := in.do("GET", "/v1/process/kalkulation?von=2026-03-29&bis=2026-03-29&portfolio=demo", key, nil)
 			if code != 200 {
 				t.Fatalf("kalkulation: %d %v", code, body)
 			}
@@ -103,10 +86,10 @@ func TestDemoAndRun(t *testing.T) {
 			if len(tage) != 1 || tage[0].(map[string]any)["viertelstunden"] != 184.0 || tage[0].(map[string]any)["fehlende_spotpreise"] != 184.0 {
 				t.Errorf("kalkulation of the spring-forward day in two areas without prices: %v", body)
 			}
-			if code, _, body := in.do("GET", "/v1/process/marktrollen", key[1], nil); code != 200 || body["zeitreihen"] == nil {
+			if code, _, body := in.do("GET", "/v1/process/marktrollen", key, nil); code != 200 || body["zeitreihen"] == nil {
 				t.Errorf("marktrollen: %d %v", code, body)
 			}
-			code, _, body = in.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key[1], nil)
+			code, _, body = in.do("GET", "/v1/process/positions?day=2026-03-29&portfolio=demo", key, nil)
 			if code != 200 {
 				t.Fatalf("positions: %d %v", code, body)
 			}
@@ -118,10 +101,40 @@ func TestDemoAndRun(t *testing.T) {
 			if len(series) != 92 {
 				t.Errorf("spring-forward day has %d quarter-hours in positions", len(series))
 			}
-			code, _, body = in.do("GET", "/v1/process/schedules?day=2026-03-29&portfolio=demo", key[1], nil)
+			code, _, body = in.do("GET", "/v1/process/schedules?day=2026-03-29&portfolio=demo", key, nil)
 			if code != 200 {
 				t.Fatalf("schedules: %d %v", code, body)
 			}
 		})
 	}
+}
+
+// runDemo runs the demo with n locations for 2026-03-29 without the
+// scheduler and returns its stdout and the process key it printed.
+func runDemo(in *instance, n int) (out, key string) {
+	in.t.Helper()
+	in.env = append(in.env, "SCHEDBRIDGE_SCHEDULER=false")
+	out, _ = in.cli(0, "demo", "--locations", strconv.Itoa(n), "--day", "2026-03-29")
+	m := regexp.MustCompile(`export KEY=(sbk_[A-Z2-7]+)`).FindStringSubmatch(out)
+	if m == nil {
+		in.t.Fatalf("demo printed no key:\n%s", out)
+	}
+	return out, m[1]
+}
+
+// lakeEnergy is the energy of the current forecast_malo files of
+// 2026-03-29 in MWh, as DuckDB reads the files that `lake files --sql`
+// lists: what the demo tells an analyst to run.
+func lakeEnergy(in *instance) float64 {
+	in.t.Helper()
+	list, _ := in.cli(0, "lake", "files", "forecast_malo", "--day", "2026-03-29", "--sql")
+	r, err := laketest.DuckDB(in.t).Query(context.Background(), "select sum(power_mw) / 4 as mwh from read_parquet("+strings.TrimSpace(list)+")")
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	mwh, err := r.Float(0, "mwh")
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	return mwh
 }
