@@ -69,7 +69,7 @@ var ginParam = regexp.MustCompile(`:([a-z_]+)`)
 func TestOpenAPIDocument(t *testing.T) {
 	f := newFixture(t, sqldb.SQLite, api.Config{})
 	doc, body := servedDocument(t, f)
-	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "0.6.0" {
+	if doc.OpenAPI != "3.1.0" || doc.Info.Version != "0.7.0" {
 		t.Errorf("openapi %q version %q", doc.OpenAPI, doc.Info.Version)
 	}
 
