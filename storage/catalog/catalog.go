@@ -42,6 +42,9 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses (MinIO, S3)
 	"github.com/apache/iceberg-go/table"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/schedbridge/schedbridge/pipeline"
@@ -85,9 +88,11 @@ type Config struct {
 // safe for concurrent use; concurrent publishers of one table (replicas)
 // are serialised by the catalog's optimistic commit, and the loser retries.
 type Catalog struct {
-	cat       *sqlcat.Catalog
-	db        *sql.DB
-	postgres  bool
+	cat *sqlcat.Catalog
+	// db is the catalog's database as bun sees it, for the statements on
+	// iceberg_tables that the Iceberg API has no call for (where a table's
+	// metadata is, without reading it).
+	db        *bun.DB
 	warehouse string
 	io        map[string]string
 }
@@ -116,9 +121,9 @@ func open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if cfg.DB == nil || cfg.Warehouse == "" {
 		return nil, errors.New("catalog: a database and a warehouse are required")
 	}
-	dialect := sqlcat.SQLite
+	dialect, bunDB := sqlcat.SQLite, bun.NewDB(cfg.DB, sqlitedialect.New())
 	if cfg.Postgres {
-		dialect = sqlcat.Postgres
+		dialect, bunDB = sqlcat.Postgres, bun.NewDB(cfg.DB, pgdialect.New())
 	}
 	props := iceberg.Properties{"warehouse": strings.TrimSuffix(cfg.Warehouse, "/")}
 	maps.Copy(props, cfg.IO)
@@ -139,65 +144,44 @@ func open(ctx context.Context, cfg Config) (*Catalog, error) {
 	if err != nil && !errors.Is(err, icecat.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("catalog: create namespace %s: %w", Namespace, err)
 	}
-	return &Catalog{cat: cat, db: cfg.DB, postgres: cfg.Postgres, warehouse: props["warehouse"], io: cfg.IO}, nil
+	return &Catalog{cat: cat, db: bunDB, warehouse: props["warehouse"], io: cfg.IO}, nil
 }
 
-// tableEntry is a table's row in the catalog's iceberg_tables.
+// tableEntry is a table's row in the catalog's iceberg_tables (the JDBC
+// layout that iceberg-go's SQL catalog shares with other engines).
 type tableEntry struct {
-	name, metadata string
+	Name     string `bun:"table_name"`
+	Metadata string `bun:"metadata_location"`
 }
 
-// entries reads the rows of the namespace's tables in iceberg_tables (the
-// JDBC layout that iceberg-go's SQL catalog shares with other engines).
-func (c *Catalog) entries(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}) ([]tableEntry, error) {
-	rows, err := q.QueryContext(ctx, c.sql(`SELECT table_name, metadata_location FROM iceberg_tables
-		WHERE catalog_name = ? AND table_namespace = ? AND metadata_location IS NOT NULL ORDER BY table_name`), Name, Namespace)
+// entries reads the rows of the namespace's tables.
+func (c *Catalog) entries(ctx context.Context) ([]tableEntry, error) {
+	var out []tableEntry
+	err := c.db.NewSelect().Table("iceberg_tables").Column("table_name", "metadata_location").
+		Where("catalog_name = ?", Name).Where("table_namespace = ?", Namespace).
+		Where("metadata_location IS NOT NULL").Order("table_name").Scan(ctx, &out)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: list tables: %w", err)
 	}
-	defer rows.Close()
-	var out []tableEntry
-	for rows.Next() {
-		var e tableEntry
-		if err := rows.Scan(&e.name, &e.metadata); err != nil {
-			return nil, fmt.Errorf("catalog: list tables: %w", err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
-// sql adapts a statement written with ? placeholders to the dialect:
-// PostgreSQL's driver takes $1, $2, ...
-func (c *Catalog) sql(stmt string) string {
-	if !c.postgres {
-		return stmt
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range stmt {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+// inPlace reports whether a table's entry names a metadata file at the
+// table's place in the configured warehouse.
+func (c *Catalog) inPlace(e tableEntry) bool {
+	return strings.HasPrefix(e.Metadata, c.URI("lake/"+e.Name+"/metadata/"))
 }
 
 // checkWarehouse fails with pipeline.ErrWarehouseMoved when a table's
 // metadata is not in its place in the configured warehouse.
 func (c *Catalog) checkWarehouse(ctx context.Context) error {
-	entries, err := c.entries(ctx, c.db)
+	entries, err := c.entries(ctx)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		if !strings.HasPrefix(e.metadata, c.URI("lake/"+e.name+"/metadata/")) {
-			return c.moved(e.name, e.metadata)
+		if !c.inPlace(e) {
+			return c.moved(e.Name, e.Metadata)
 		}
 	}
 	return nil

@@ -67,7 +67,7 @@ func Relocate(ctx context.Context, cfg Config, now time.Time) ([]Relocation, err
 		return nil, err
 	}
 	defer c.Close()
-	entries, err := c.entries(ctx, c.db)
+	entries, err := c.entries(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +84,16 @@ func Relocate(ctx context.Context, cfg Config, now time.Time) ([]Relocation, err
 	type update struct{ table, from, to string }
 	var updates []update
 	for _, e := range entries {
-		if strings.HasPrefix(e.metadata, c.URI("lake/"+e.name+"/metadata/")) {
+		if c.inPlace(e) {
 			continue
 		}
 		r, old, err := c.relocateTable(wfs, e, now)
 		if err != nil {
-			return nil, fmt.Errorf("catalog: relocate %s.%s: %w", Namespace, e.name, err)
+			return nil, fmt.Errorf("catalog: relocate %s.%s: %w", Namespace, e.Name, err)
 		}
 		done = append(done, r)
 		olds = append(olds, old)
-		updates = append(updates, update{e.name, e.metadata, r.Metadata})
+		updates = append(updates, update{e.Name, e.Metadata, r.Metadata})
 	}
 	if len(updates) == 0 {
 		return nil, nil
@@ -106,9 +106,10 @@ func Relocate(ctx context.Context, cfg Config, now time.Time) ([]Relocation, err
 	for _, u := range updates {
 		// The previous metadata file is one of the old ones that are
 		// removed below, so the row no longer names it.
-		res, err := tx.ExecContext(ctx, c.sql(`UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = NULL
-			WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?`),
-			u.to, Name, Namespace, u.table, u.from)
+		res, err := tx.NewUpdate().Table("iceberg_tables").
+			Set("metadata_location = ?", u.to).Set("previous_metadata_location = NULL").
+			Where("catalog_name = ?", Name).Where("table_namespace = ?", Namespace).
+			Where("table_name = ?", u.table).Where("metadata_location = ?", u.from).Exec(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("catalog: relocate %s.%s: %w", Namespace, u.table, err)
 		}
@@ -145,25 +146,20 @@ func (c *Catalog) ioProps() map[string]string {
 // returns what it wrote and the old metadata files in the new place, to be
 // removed once the catalog points at the new metadata.
 func (c *Catalog) relocateTable(fsys iceio.WriteFileIO, e tableEntry, now time.Time) (Relocation, []string, error) {
-	marker := "/lake/" + e.name + "/metadata/"
-	i := strings.LastIndex(e.metadata, marker)
-	if i <= 0 || strings.Contains(e.metadata[i+len(marker):], "/") {
-		return Relocation{}, nil, fmt.Errorf("its metadata %s is not in the lake's layout <warehouse>%s<file>", e.metadata, marker)
+	marker := "/lake/" + e.Name + "/metadata/"
+	i := strings.LastIndex(e.Metadata, marker)
+	if i <= 0 || strings.Contains(e.Metadata[i+len(marker):], "/") {
+		return Relocation{}, nil, fmt.Errorf("its metadata %s is not in the lake's layout <warehouse>%s<file>", e.Metadata, marker)
 	}
-	oldW := e.metadata[:i]
-	name := e.metadata[i+len(marker):]
+	oldW := e.Metadata[:i]
+	name := e.Metadata[i+len(marker):]
 	version, ok := metadataVersion(name)
 	if !ok {
-		return Relocation{}, nil, fmt.Errorf("its metadata %s is not an uncompressed NNNNN-<uuid>.metadata.json", e.metadata)
+		return Relocation{}, nil, fmt.Errorf("its metadata %s is not an uncompressed NNNNN-<uuid>.metadata.json", e.Metadata)
 	}
-	r := Relocation{Table: e.name, From: oldW + "/lake/" + e.name, To: c.URI("lake/" + e.name)}
+	r := Relocation{Table: e.Name, From: oldW + "/lake/" + e.Name, To: c.URI("lake/" + e.Name)}
 	// here is where a location of the old warehouse is in the new one.
-	here := func(loc string) string {
-		if rest, ok := strings.CutPrefix(loc, oldW+"/"); ok {
-			return c.warehouse + "/" + rest
-		}
-		return loc
-	}
+	here := func(loc string) string { return replacePrefix(loc, oldW, c.warehouse).(string) }
 	read := func(loc string) ([]byte, error) {
 		f, err := fsys.Open(here(loc))
 		if err != nil {
@@ -176,7 +172,7 @@ func (c *Catalog) relocateTable(fsys iceio.WriteFileIO, e tableEntry, now time.T
 		return r.To + "/metadata/" + uuid.NewString() + suffix
 	}
 
-	raw, err := read(e.metadata)
+	raw, err := read(e.Metadata)
 	if err != nil {
 		return r, nil, err
 	}
@@ -184,12 +180,12 @@ func (c *Catalog) relocateTable(fsys iceio.WriteFileIO, e tableEntry, now time.T
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber() // snapshot ids use all 64 bits
 	if err := dec.Decode(&meta); err != nil {
-		return r, nil, fmt.Errorf("metadata %s: %w", e.metadata, err)
+		return r, nil, fmt.Errorf("metadata %s: %w", e.Metadata, err)
 	}
 	if loc, _ := meta["location"].(string); loc != r.From {
-		return r, nil, fmt.Errorf("metadata %s gives the location %q, want %s", e.metadata, loc, r.From)
+		return r, nil, fmt.Errorf("metadata %s gives the location %q, want %s", e.Metadata, loc, r.From)
 	}
-	old := []string{here(e.metadata)}
+	old := []string{here(e.Metadata)}
 	if log, ok := meta["metadata-log"].([]any); ok {
 		for _, l := range log {
 			if m, ok := l.(map[string]any); ok {
@@ -211,11 +207,11 @@ func (c *Catalog) relocateTable(fsys iceio.WriteFileIO, e tableEntry, now time.T
 	for si, s := range snaps {
 		snap, ok := s.(map[string]any)
 		if !ok {
-			return r, nil, fmt.Errorf("metadata %s: a snapshot is not an object", e.metadata)
+			return r, nil, fmt.Errorf("metadata %s: a snapshot is not an object", e.Metadata)
 		}
 		list, ok := snap["manifest-list"].(string)
 		if !ok {
-			return r, nil, fmt.Errorf("metadata %s: snapshot %v has no manifest list (format v1 is not written here)", e.metadata, snap["snapshot-id"])
+			return r, nil, fmt.Errorf("metadata %s: snapshot %v has no manifest list (format v1 is not written here)", e.Metadata, snap["snapshot-id"])
 		}
 		data, err := read(list)
 		if err != nil {
