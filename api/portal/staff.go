@@ -58,6 +58,7 @@ func (h *Handler) StaffAgain(c *gin.Context) (*Staff, error) {
 	return staffOf(who), nil
 }
 
+// staffOf is what the API learns of a live session's caller.
 func staffOf(who *caller) *Staff {
 	return &Staff{UserID: who.user.ID, Email: who.user.Email, Name: who.user.Name,
 		SSO:           who.session.Method == portal.MethodSSO && who.session.Client == portal.ClientWeb,

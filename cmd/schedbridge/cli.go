@@ -374,7 +374,7 @@ func isTerminal(w io.Writer) bool {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	return runEnv{stdout: stdout, stderr: stderr, terminal: isTerminal(stderr), getenv: getenv, now: time.Now}.run(ctx, args)
+	return runIO(ctx, args, stdout, stderr, isTerminal(stderr), getenv)
 }
 
 // runIO runs one command line; terminal says whether stderr is a terminal.

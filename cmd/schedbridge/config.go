@@ -307,6 +307,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if err := c.check(); err != nil {
 		return c, err
 	}
+	// A burst of 0 stands for the API's default, twice the rate; the
+	// configuration holds the value in effect, so that `schedbridge config`
+	// shows it.
+	if c.RateBurst == 0 {
+		c.RateBurst = max(1, int(2*c.RateLimit))
+	}
 	return c, nil
 }
 
@@ -349,16 +355,7 @@ func (c *Config) check() error {
 	if err := c.Mako.check(); err != nil {
 		return err
 	}
-	if err := c.checkPortal(); err != nil {
-		return err
-	}
-	// A burst of 0 stands for the API's default, twice the rate; the
-	// configuration holds the value in effect, so that `schedbridge config`
-	// shows it.
-	if c.RateBurst == 0 {
-		c.RateBurst = max(1, int(2*c.RateLimit))
-	}
-	return nil
+	return c.checkPortal()
 }
 
 // checkTags applies the check tags of the struct v's fields, key being the
