@@ -260,3 +260,27 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestMailFoldersKeepDefaults: a folder named in the file or the
+// environment adds to the folders whose direction is known by default,
+// which the market communication then reads from the configuration alone.
+func TestMailFoldersKeepDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		yaml string
+		env  map[string]string
+	}{
+		{"yaml", "mako:\n  mail_folders:\n    Archiv: in\n", nil},
+		{"environment", "", map[string]string{"SCHEDBRIDGE_MAKO_MAIL_FOLDERS": "Archiv=in"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := loadConfig(configFile(t, c.yaml), func(k string) string { return c.env[k] })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Mako.MailFolders; got["Archiv"] != "in" || got["INBOX"] != "in" || got["Gesendete Elemente"] != "out" {
+				t.Errorf("mail folders %v, want Archiv beside the defaults", got)
+			}
+		})
+	}
+}

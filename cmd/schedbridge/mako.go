@@ -25,10 +25,9 @@ func (b imapBox) Fetch(ctx context.Context, folder string, uidValidity, afterUID
 // newMako wires the market communication over the database and the bucket.
 func (a *app) newMako(db *sqldb.DB, bucket objstore.Bucket) (*jobs.Mako, error) {
 	c := a.cfg.Mako
+	// The configuration's folders hold the defaults (defaultMailFolders)
+	// with the file's and the environment's entries over them.
 	folders := map[string]mako.Direction{}
-	for f, d := range defaultMailFolders {
-		folders[f] = mako.Direction(d)
-	}
 	for f, d := range c.MailFolders {
 		folders[f] = mako.Direction(d)
 	}
