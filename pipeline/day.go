@@ -47,20 +47,8 @@ func ParseDay(s string) (Day, error) {
 		return Day{}, Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
 	}
 	t, err := time.Parse(time.DateOnly, s)
-	var pe *time.ParseError
-	if errors.As(err, &pe) && strings.HasSuffix(pe.Message, "out of range") {
-		// The form is right and the date does not exist, as 2026-02-30:
-		// say so rather than ask for the form the caller used.
-		y, _ := strconv.Atoi(s[:4])
-		m, _ := strconv.Atoi(s[5:7])
-		if m < 1 || m > 12 {
-			return Day{}, Errorf(Invalid, "day %q does not exist: there is no month %02d", s, m)
-		}
-		last := time.Date(y, time.Month(m)+1, 0, 12, 0, 0, 0, time.UTC).Day()
-		return Day{}, Errorf(Invalid, "day %q does not exist: %s %d has %d days", s, time.Month(m), y, last)
-	}
 	if err != nil {
-		return Day{}, Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
+		return Day{}, dayError(s, err)
 	}
 	return Day{t.Year(), t.Month(), t.Day()}, nil
 }
@@ -127,6 +115,25 @@ func (d *Day) UnmarshalText(b []byte) error {
 	}
 	*d = p
 	return nil
+}
+
+// dayError says why s, of the form YYYY-MM-DD, is no day. It is apart from
+// ParseDay so that the error's target is allocated only when there is an
+// error: ParseDay reads every stored day.
+func dayError(s string, err error) error {
+	var pe *time.ParseError
+	if errors.As(err, &pe) && strings.HasSuffix(pe.Message, "out of range") {
+		// The form is right and the date does not exist, as 2026-02-30:
+		// say so rather than ask for the form the caller used.
+		y, _ := strconv.Atoi(s[:4])
+		m, _ := strconv.Atoi(s[5:7])
+		if m < 1 || m > 12 {
+			return Errorf(Invalid, "day %q does not exist: there is no month %02d", s, m)
+		}
+		last := time.Date(y, time.Month(m)+1, 0, 12, 0, 0, 0, time.UTC).Day()
+		return Errorf(Invalid, "day %q does not exist: %s %d has %d days", s, time.Month(m), y, last)
+	}
+	return Errorf(Invalid, "day %q: want YYYY-MM-DD", s)
 }
 
 // TSODeadline is when the schedules of the delivery day are due at the TSOs:
