@@ -20,6 +20,7 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/price"
 	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
+	"github.com/schedbridge/schedbridge/storage/commit"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
@@ -40,9 +41,10 @@ var consoleNow = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 func newConsoleFixture(t *testing.T, d sqldb.Dialect) *consoleFixture {
 	clock := clocktest.New(consoleNow)
 	f := newFixture(t, d, api.Config{Now: clock.Now})
-	lk := lake.New(f.bucket, lake.Options{Now: clock.Now, SpoolDir: t.TempDir(), Catalog: catalogtest.Open(t, f.db, f.bucket)})
+	cat := catalogtest.Open(t, f.db, f.bucket)
+	lk := lake.New(f.bucket, lake.Options{Now: clock.Now, SpoolDir: t.TempDir(), Catalog: cat})
 	runner := jobs.New(f.db, lk, f.bucket, jobs.Config{Now: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Backoff: time.Millisecond})
+		Backoff: time.Millisecond, Commit: commit.New(f.db, cat, clock.Now)})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/commit"
 	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 )
 
@@ -32,7 +33,7 @@ func BenchmarkAggregateStage(b *testing.B) {
 	env := newChainBench(b, n)
 	db, bucket := env.db, env.bucket
 	lk := env.lake(env.cat)
-	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
+	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1, Commit: commit.New(db, env.cat, nil)})
 	if run, err := r.RunStage(ctx, pipeline.StageForecast, day, "bench"); err != nil || run.Status != pipeline.RunSucceeded {
 		b.Fatalf("forecast stage: %v %+v", err, run)
 	}

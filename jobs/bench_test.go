@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/uptrace/bun"
 
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/catalog"
 	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
+	"github.com/schedbridge/schedbridge/storage/commit"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/objstore"
@@ -48,7 +50,7 @@ func BenchmarkChain(b *testing.B) {
 
 	timed := &timedCatalog{Catalog: env.cat, took: map[string]time.Duration{}}
 	lk := env.lake(timed)
-	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1})
+	r := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1, Commit: commit.New(db, timed, nil)})
 	duck := laketest.DuckDB(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -154,7 +156,8 @@ func BenchmarkChain(b *testing.B) {
 		}
 		return st.Metered(ctx, batch)
 	})
-	after := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1, Now: func() time.Time { return day.AddDays(1).Start().Add(7 * time.Hour) }})
+	after := jobs.New(db, lk, bucket, jobs.Config{Attempts: 1, Now: func() time.Time { return day.AddDays(1).Start().Add(7 * time.Hour) },
+		Commit: commit.New(db, timed, nil)})
 	resetPeakRSS()
 	// The runner's clock stands still after the day, so the wall time is
 	// taken here.
@@ -347,18 +350,23 @@ func peakRSS() int64 {
 	return 0
 }
 
-// timedCatalog times each Publish of the lake's catalog per dataset.
+// timedCatalog times each commit of a run's tables per dataset: the
+// catalog's staging and the run's commit transaction, which also writes the
+// run's read model.
 type timedCatalog struct {
-	lake.Catalog
+	*catalog.Catalog
 	mu   sync.Mutex
 	took map[string]time.Duration
 }
 
-func (c *timedCatalog) Publish(ctx context.Context, p lake.Publication) error {
+func (c *timedCatalog) Commit(ctx context.Context, pubs []lake.Publication,
+	inTx func(ctx context.Context, apply func(ctx context.Context, tx bun.IDB) error) error) error {
 	start := time.Now()
-	err := c.Catalog.Publish(ctx, p)
+	err := c.Catalog.Commit(ctx, pubs, inTx)
 	c.mu.Lock()
-	c.took[p.Dataset] += time.Since(start)
+	for _, p := range pubs {
+		c.took[p.Dataset] += time.Since(start)
+	}
 	c.mu.Unlock()
 	return err
 }

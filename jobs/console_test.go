@@ -21,6 +21,7 @@ import (
 func (e *env) hooked() *catalogtest.Hooked {
 	hc := &catalogtest.Hooked{Catalog: e.cat}
 	e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: e.tb.TempDir(), Catalog: hc})
+	e.commitCat = hc
 	return hc
 }
 
@@ -553,7 +554,7 @@ func TestRunLogFailureKeepsTheRun(t *testing.T) {
 		ctx := context.Background()
 		e.seed(t, "p1", 10)
 		logged := &captured{level: slog.LevelDebug}
-		r := jobs.New(logFailingStore{e.db}, e.lake, e.bucket, jobs.Config{Now: e.clock.Now, Alloc: e.alloc, Logger: slog.New(logged)})
+		r := jobs.New(logFailingStore{e.db}, e.lake, e.bucket, jobs.Config{Now: e.clock.Now, Alloc: e.alloc, Logger: slog.New(logged), Commit: e.committer()})
 		run, err := r.RunStage(ctx, pipeline.StageForecast, day, "cli")
 		if err != nil || run.Status != pipeline.RunSucceeded {
 			t.Fatalf("run = %+v, %v", run, err)

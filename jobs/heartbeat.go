@@ -40,6 +40,17 @@ func (r *Runner) track(id int64) {
 	}
 }
 
+// committing marks a live run whose record its commit may finish at any
+// moment: a heartbeat that finds the record no longer running is then no
+// sign that the leader failed it. The run keeps its heartbeat until untrack.
+func (r *Runner) committing(id int64) {
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
+	if _, ok := r.live[id]; ok {
+		r.live[id] = false
+	}
+}
+
 // untrack ends the heartbeat of a run whose record is finished.
 func (r *Runner) untrack(id int64) {
 	r.liveMu.Lock()
@@ -91,8 +102,9 @@ func (r *Runner) heartbeat(stop <-chan struct{}) {
 			continue
 		}
 		for _, id := range gone {
-			// A run that left the live set meanwhile has finished here; only
-			// one still being executed was failed by the leader.
+			// A run that left the live set meanwhile has finished here, and
+			// one being committed may just have; only one still being
+			// executed was failed by the leader.
 			r.liveMu.Lock()
 			failed := r.live[id]
 			delete(r.live, id)

@@ -231,7 +231,7 @@ func TestRunHeartbeatFinishedMeanwhile(t *testing.T) {
 	beats := newTicks()
 	logs := &captured{level: slog.LevelWarn}
 	store := &heldBeats{Store: e.db, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	r := jobs.New(store, e.lake, e.bucket, jobs.Config{Now: e.clock.Now, Alloc: e.alloc, Tick: beats.fn, Logger: slog.New(logs)})
+	r := jobs.New(store, e.lake, e.bucket, jobs.Config{Now: e.clock.Now, Alloc: e.alloc, Tick: beats.fn, Logger: slog.New(logs), Commit: e.committer()})
 	run, _, err := r.Start(ctx, pipeline.StartRequest{Stage: pipeline.StageForecast, Day: day, Trigger: "api"})
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline/fahrplan"
 	"github.com/schedbridge/schedbridge/storage/catalog"
 	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
+	"github.com/schedbridge/schedbridge/storage/commit"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/objstore/objtest"
@@ -63,9 +64,12 @@ type env struct {
 	bucket objstore.Bucket
 	cat    *catalog.Catalog
 	lake   *lake.Lake
-	clock  *clock
-	alloc  *memory.CheckedAllocator
-	sleeps []time.Duration
+	// commitCat is the catalog that the runners' commit point commits
+	// through: cat, or a hooked one (hooked).
+	commitCat commit.Catalog
+	clock     *clock
+	alloc     *memory.CheckedAllocator
+	sleeps    []time.Duration
 }
 
 type combo struct {
@@ -91,14 +95,54 @@ func eachCombo(t *testing.T, fn func(t *testing.T, e *env)) {
 
 func newEnv(t testing.TB, c combo) *env {
 	t.Helper()
-	ctx := context.Background()
-	e := &env{tb: t, db: sqltest.Open(t, c.db), clock: &clock{t: t0}, alloc: memory.NewCheckedAllocator(memory.NewGoAllocator())}
-	t.Cleanup(func() { e.alloc.AssertSize(t, 0) })
-	var err error
+	return openEnv(t, newEnvSpec(t, c))
+}
+
+// envSpec says where an env's database and bucket are, so that a child
+// process of the test binary can open the same (crash_test.go).
+type envSpec struct {
+	DB     string             `json:"db"`
+	Bucket string             `json:"bucket,omitempty"` // a local directory store
+	S3     *objstore.S3Config `json:"s3,omitempty"`
+}
+
+// newEnvSpec makes a fresh database and bucket of the combo.
+func newEnvSpec(t testing.TB, c combo) envSpec {
+	t.Helper()
+	var s envSpec
+	switch c.db {
+	case sqldb.SQLite:
+		s.DB = "sqlite:" + filepath.Join(t.TempDir(), "test.db")
+	default:
+		s.DB = sqltest.PostgresURL(t)
+	}
 	if c.minio {
-		e.bucket, err = objstore.NewS3(ctx, objtest.MinIO(t))
+		cfg := objtest.MinIO(t)
+		s.S3 = &cfg
 	} else {
-		e.bucket, err = objstore.NewLocal(filepath.Join(t.TempDir(), "bucket"))
+		s.Bucket = filepath.Join(t.TempDir(), "bucket")
+	}
+	return s
+}
+
+// openEnv opens the database (migrated) and bucket of the spec.
+func openEnv(t testing.TB, s envSpec) *env {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sqldb.Open(ctx, sqldb.Options{URL: s.DB})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{tb: t, db: db, clock: &clock{t: t0}, alloc: memory.NewCheckedAllocator(memory.NewGoAllocator())}
+	t.Cleanup(func() { e.alloc.AssertSize(t, 0) })
+	if s.S3 != nil {
+		e.bucket, err = objstore.NewS3(ctx, *s.S3)
+	} else {
+		e.bucket, err = objstore.NewLocal(s.Bucket)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +158,9 @@ func (e *env) runner(mod ...func(*jobs.Config)) *jobs.Runner {
 	for _, m := range mod {
 		m(&cfg)
 	}
+	if cfg.Commit == nil {
+		cfg.Commit = e.committer()
+	}
 	r := jobs.New(e.db, e.lake, e.bucket, cfg)
 	// Background runs end before the database and the allocator are
 	// checked and closed.
@@ -123,6 +170,15 @@ func (e *env) runner(mod ...func(*jobs.Config)) *jobs.Runner {
 		}
 	})
 	return r
+}
+
+// committer is the commit point of the env's runs.
+func (e *env) committer() *commit.Point {
+	cat := e.commitCat
+	if cat == nil {
+		cat = e.cat
+	}
+	return commit.New(e.db, cat, e.clock.Now)
 }
 
 // seed stages a small synthetic portfolio: slp and rlm locations in two
@@ -388,8 +444,7 @@ func TestCrashBeforePublish(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		e.seed(t, "p1", 20)
-		fc := &catalogtest.Hooked{Catalog: e.cat}
-		e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir(), Catalog: fc})
+		fc := e.hooked()
 		r := e.runner()
 		first, err := r.RunStage(ctx, pipeline.StageForecast, day, "test")
 		if err != nil {
@@ -423,9 +478,8 @@ func TestRetryAndStop(t *testing.T) {
 	eachCombo(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		e.seed(t, "p1", 10)
-		fc := &catalogtest.Hooked{Catalog: e.cat}
+		fc := e.hooked()
 		crashPublish(fc, true)
-		e.lake = lake.New(e.bucket, lake.Options{Alloc: e.alloc, Now: e.clock.Now, SpoolDir: t.TempDir(), Catalog: fc})
 		r := e.runner(func(c *jobs.Config) { c.Attempts = 3 })
 		chain, err := r.Orchestrate(ctx, day, "test")
 		if err == nil || chain.Status != pipeline.RunFailed {

@@ -58,15 +58,15 @@ type areaIst struct {
 // quantity when every location active that day delivered it. It writes the
 // computed quarter-hours, with the prices known at the time, to the
 // kalkulation dataset for analysts.
-func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (stageResult, error) {
 	day := run.Day
 	if !day.Before(pipeline.DayOf(r.cfg.Now())) {
-		return nil, pipeline.Errorf(pipeline.Invalid, "kalkulation of %s: the day is not over yet (the stage calculates past delivery days)", day)
+		return stageResult{}, pipeline.Errorf(pipeline.Invalid, "kalkulation of %s: the day is not over yet (the stage calculates past delivery days)", day)
 	}
 	ks := r.store
 	sched, err := r.scheduleBalances(ctx, ks, day)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	n := day.Intervals()
 	ts := day.QuarterStartsMicros()
@@ -75,7 +75,7 @@ func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pi
 	for i, p := range ps {
 		ist, err := r.istOf(ctx, p, day)
 		if err != nil {
-			return nil, fmt.Errorf("portfolio %s: %w", p.ID, err)
+			return stageResult{}, fmt.Errorf("portfolio %s: %w", p.ID, err)
 		}
 		for _, area := range pipeline.ControlAreas {
 			s, hasSchedule := sched[areaKey{p.ID, area}]
@@ -111,20 +111,18 @@ func (r *Runner) kalkulationStage(ctx context.Context, run pipeline.Run, ps []pi
 
 	prices, err := r.pricesFor(ctx, ks, day, day)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	res, quarters := kalkulation.Compute(day, day, rows, prices)
 	rec := kalkulation.Record(r.cfg.Alloc, quarters)
 	defer rec.Release()
-	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetKalkulation, day, run.ID, pipeline.KalkulationSchema, rec); err != nil {
-		return nil, err
-	}
-	if err := ks.PublishKalkulation(ctx, run.ID, day, rows); err != nil {
-		return nil, err
+	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetKalkulation, run, pipeline.KalkulationSchema, rec); err != nil {
+		return stageResult{}, err
 	}
 	out.Rows = len(rows)
 	out.Figures = res.Summe
-	return out, nil
+	return stageResult{outputs: out,
+		apply: func(ctx context.Context) error { return ks.PublishKalkulation(ctx, run.ID, day, rows) }}, nil
 }
 
 // scheduleBalance is a submitted schedule reduced to the energy into and out

@@ -59,13 +59,26 @@ type Store interface {
 
 	RecordSchedule(ctx context.Context, m pipeline.ScheduleMessage) (pipeline.ScheduleMessage, bool, error)
 	LatestSchedule(ctx context.Context, portfolio string, day pipeline.Day, area pipeline.ControlArea) (pipeline.ScheduleMessage, error)
+	UndeliveredSchedules(ctx context.Context, limit int) ([]pipeline.ScheduleMessage, error)
+	MarkScheduleDelivered(ctx context.Context, id int64, at time.Time) (bool, error)
+
+	RecordRunParts(ctx context.Context, runID int64, job string, parts []pipeline.RunPart, now time.Time) error
 
 	KalkulationStore
 }
 
+// Committer is the commit point of a run (storage/commit): CommitRun
+// publishes the lake parts that the run's jobs recorded (RecordRunParts) and
+// runs apply, which writes the run's other results and its success through
+// the Store with the context it is given, all in one database transaction.
+// apply may run more than once when the commit loses to a concurrent one.
+type Committer interface {
+	CommitRun(ctx context.Context, runID int64, day pipeline.Day, apply func(ctx context.Context) error) error
+}
+
 // Lake is the Parquet dataset store (storage/lake).
 type Lake interface {
-	Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema) (*lake.Writer, error)
+	Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema, opts ...lake.CreateOption) (*lake.Writer, error)
 	Latest(ctx context.Context, dataset string, day pipeline.Day) (lake.Snapshot, error)
 	Read(ctx context.Context, s lake.Snapshot, columns []string, fn func(arrow.RecordBatch) error) error
 	Scan(ctx context.Context, s lake.Snapshot, cols lake.ScanColumns, fn func(*lake.Block) error) error
@@ -116,6 +129,37 @@ type Config struct {
 	// leads, its check for stale runs (default time.NewTicker); tests
 	// replace it.
 	Tick TickFunc
+	// Commit is the commit point of the stages' runs (required to run
+	// stages).
+	Commit Committer
+	// Fault, when set, is called at each commit boundary of a stage run
+	// (the Fault* points), for tests that end the process there the way
+	// kill -9 does.
+	Fault func(point string)
+}
+
+// The commit boundaries of a stage run, in order, at which Config.Fault is
+// called.
+const (
+	// FaultFiles: the run's Parquet files are at their final keys and
+	// recorded as its parts; nothing is committed.
+	FaultFiles = "files"
+	// FaultCatalog: inside the commit's transaction, after the catalog's
+	// swap of the run's tables.
+	FaultCatalog = "catalog"
+	// FaultReadModel: inside the transaction, after the read model and the
+	// schedule versions, before the run's record.
+	FaultReadModel = "read-model"
+	// FaultCommitted: the transaction has committed; the schedules are not
+	// delivered to the outbox yet.
+	FaultCommitted = "committed"
+)
+
+// fault calls the fault hook at a commit boundary.
+func (r *Runner) fault(point string) {
+	if r.cfg.Fault != nil {
+		r.cfg.Fault(point)
+	}
 }
 
 // Runner executes stages and chains. It runs one stage at a time per
@@ -141,7 +185,7 @@ type Runner struct {
 	running sync.WaitGroup
 
 	// live are the runs this runner has recorded and not yet finished,
-	// whose heartbeat it refreshes; beatStop ends the goroutine that does,
+	// whose heartbeat it refreshes (false once their commit has begun); beatStop ends the goroutine that does,
 	// nil while none runs. Both are guarded by liveMu.
 	liveMu   sync.Mutex
 	live     map[int64]bool
@@ -332,8 +376,23 @@ func retryable(err error) bool {
 	return true
 }
 
-// stageFunc does the work of one stage and returns its outputs description.
-type stageFunc func(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error)
+// stageFunc does the work of one stage: it writes the run's lake files,
+// records them as the run's parts, and returns what the commit needs.
+type stageFunc func(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (stageResult, error)
+
+// stageResult is what a stage's work leaves for the run's commit.
+type stageResult struct {
+	// outputs describe the run; they are recorded with its success.
+	outputs any
+	// apply writes the run's results to the database within the commit's
+	// transaction (its read model, its schedule versions), with the
+	// context it is given. It must not log: the run's log is written
+	// outside the transaction, which on SQLite would wait for it.
+	apply func(ctx context.Context) error
+	// after runs once the commit has landed: the schedules' delivery to
+	// the outbox.
+	after func(ctx context.Context)
+}
 
 func (r *Runner) stageFunc(st pipeline.Stage) stageFunc {
 	switch st {
@@ -376,18 +435,31 @@ func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run,
 	r.log.InfoContext(ctx, "stage started", "stage", st, "day", day.String(), "run", run.ID, "attempt", run.Attempt)
 	started := time.Now()
 	ps, err := r.store.Portfolios(ctx)
-	var outputs any
+	var res stageResult
 	if err == nil {
-		outputs, err = fn(ctx, run, ps)
+		res, err = fn(ctx, run, ps)
+	}
+	var out json.RawMessage
+	if res.outputs != nil {
+		out, _ = json.Marshal(res.outputs)
+	}
+	committed := false
+	if err == nil {
+		err = r.commit(ctx, run, res, out)
+		committed = err == nil
 	}
 	if err != nil {
 		err = fmt.Errorf("stage %s %s: %w", st, day, err)
 	}
-	var out json.RawMessage
-	if outputs != nil {
-		out, _ = json.Marshal(outputs)
+	var ferr error
+	if committed {
+		run = r.committed(ctx, run, out)
+		if res.after != nil {
+			res.after(ctx)
+		}
+	} else {
+		run, ferr = r.finish(ctx, run, err, out)
 	}
-	run, ferr := r.finish(ctx, run, err, out)
 	attrs := []any{"stage", st, "day", day.String(), "run", run.ID, "status", run.Status, "duration_s", time.Since(started).Seconds()}
 	if ferr != nil {
 		// The error is the run's: it goes to its log with the other lines.
@@ -396,6 +468,52 @@ func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run,
 		r.log.InfoContext(ctx, "stage finished", attrs...)
 	}
 	return run, ferr
+}
+
+// commit makes the stage run's results current at the one commit point: its
+// lake tables, what res.apply writes, and its success, in one transaction.
+func (r *Runner) commit(ctx context.Context, run pipeline.Run, res stageResult, out json.RawMessage) error {
+	if r.cfg.Commit == nil {
+		return errors.New("no commit point configured (jobs.Config.Commit)")
+	}
+	r.fault(FaultFiles)
+	now := r.cfg.Now()
+	err := r.cfg.Commit.CommitRun(ctx, run.ID, run.Day, func(ctx context.Context) error {
+		r.fault(FaultCatalog)
+		if res.apply != nil {
+			if err := res.apply(ctx); err != nil {
+				return err
+			}
+		}
+		r.fault(FaultReadModel)
+		// The record is finished only if it is still running: when the
+		// leader has failed the run as stale meanwhile, this is a
+		// Conflict and the whole commit rolls back, so a run that the
+		// leader failed has published nothing.
+		if err := r.store.FinishRun(ctx, run.ID, pipeline.RunSucceeded, "", out, now); err != nil {
+			return err
+		}
+		// From here the record is finished as soon as the transaction
+		// commits: a heartbeat that then finds it no longer running must
+		// not take it for one that the leader failed.
+		r.committing(run.ID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	r.fault(FaultCommitted)
+	return nil
+}
+
+// committed completes a run whose commit recorded its success.
+func (r *Runner) committed(ctx context.Context, run pipeline.Run, out json.RawMessage) pipeline.Run {
+	r.untrack(run.ID)
+	now := r.cfg.Now()
+	run.FinishedAt, run.Outputs, run.Status = &now, out, pipeline.RunSucceeded
+	r.observe(run)
+	r.event(context.WithoutCancel(ctx), "run.succeeded", run, nil)
+	return run
 }
 
 // finish records the end of a run and its event. The stage's error wins

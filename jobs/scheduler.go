@@ -297,7 +297,8 @@ func (s *Scheduler) lead(ctx context.Context, since time.Time) error {
 }
 
 // failStale fails the running runs whose heartbeat is older than
-// StaleAfter: their process ended or hung. Runs that a process is alive to
+// StaleAfter: their process ended or hung; then it delivers the committed
+// schedule versions still missing from the outbox. Runs that a process is alive to
 // execute, on the command line or on another replica, keep their
 // heartbeats fresh and are left alone. A failed check is logged and made
 // again on the next tick.
@@ -312,6 +313,15 @@ func (s *Scheduler) failStale(ctx context.Context) {
 	}
 	if len(ids) > 0 {
 		s.log.WarnContext(ctx, "marked runs of a dead process as failed", "runs", ids, "stale_after_s", s.cfg.StaleAfter.Seconds())
+	}
+	// Schedule versions whose run committed but whose delivery to the
+	// outbox a crash or a failing outbox interrupted go out now.
+	if n, err := s.runner.DeliverSchedules(ctx); err != nil {
+		if ctx.Err() == nil {
+			s.log.WarnContext(ctx, "scheduler: delivering committed schedules", "delivered", n, "err", err)
+		}
+	} else if n > 0 {
+		s.log.WarnContext(ctx, "delivered committed schedules that a crash had kept from the outbox", "versions", n)
 	}
 }
 

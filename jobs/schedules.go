@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -56,15 +58,20 @@ type areaKey struct {
 	area      pipeline.ControlArea
 }
 
-func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (stageResult, error) {
 	day := run.Day
+	// The versions that earlier runs committed and could not deliver go to
+	// the TSO before a newer one.
+	if _, err := r.DeliverSchedules(ctx); err != nil {
+		return stageResult{}, err
+	}
 	in, err := r.latest(ctx, pipeline.DatasetOpenPosition, day, pipeline.StageOpenPosition)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	rec, err := r.readAll(ctx, in, pipeline.OpenPositionSchema)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	rows := position.OpenRows(rec)
 	rec.Release()
@@ -76,7 +83,7 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 			open[k] = make([]float64, n)
 		}
 		if row.QH < 0 || row.QH >= n {
-			return nil, pipeline.Errorf(pipeline.Invalid, "open position %s %s: quarter-hour %d outside the day", row.Portfolio, row.ControlArea, row.QH)
+			return stageResult{}, pipeline.Errorf(pipeline.Invalid, "open position %s %s: quarter-hour %d outside the day", row.Portfolio, row.ControlArea, row.QH)
 		}
 		open[k][row.QH] = row.OpenMW
 	}
@@ -86,9 +93,10 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 	// after the open position was computed would count twice.
 	used, err := r.tradeVersions(ctx, in.RunID)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	out := SchedulesOutputs{Input: in}
+	var versions []pipeline.ScheduleMessage // the new versions, recorded in the commit
 	b := newScheduleRows(r.cfg.Alloc, day)
 	defer b.release()
 	for _, p := range ps {
@@ -97,10 +105,10 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 		if err == nil {
 			trades = set.Trades
 		} else if pipeline.KindOf(err) != pipeline.NotFound {
-			return nil, err
+			return stageResult{}, err
 		}
 		if version != used[p.ID] {
-			return nil, pipeline.Errorf(pipeline.Invalid,
+			return stageResult{}, pipeline.Errorf(pipeline.Invalid,
 				"the trades of portfolio %s for %s changed since the open position was computed (version %d, the open position used %d): run the open-position stage again",
 				p.ID, day, version, used[p.ID])
 		}
@@ -117,11 +125,14 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 			}
 			msg, err := r.buildSchedule(p, day, area, areaTrades, residual)
 			if err != nil {
-				return nil, fmt.Errorf("portfolio %s %s: %w", p.ID, area, err)
+				return stageResult{}, fmt.Errorf("portfolio %s %s: %w", p.ID, area, err)
 			}
-			sent, err := r.submit(ctx, run, p, area, msg)
+			sent, version, err := r.prepare(ctx, run, p, area, msg)
 			if err != nil {
-				return nil, fmt.Errorf("portfolio %s %s: %w", p.ID, area, err)
+				return stageResult{}, fmt.Errorf("portfolio %s %s: %w", p.ID, area, err)
+			}
+			if version != nil {
+				versions = append(versions, *version)
 			}
 			msg.Version = sent.Version
 			b.add(p.ID, area, msg, sent.FileName)
@@ -130,10 +141,16 @@ func (r *Runner) schedulesStage(ctx context.Context, run pipeline.Run, ps []pipe
 	}
 	sched := b.record()
 	defer sched.Release()
-	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetSchedule, day, run.ID, pipeline.ScheduleSchema, sched); err != nil {
-		return nil, err
+	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetSchedule, run, pipeline.ScheduleSchema, sched); err != nil {
+		return stageResult{}, err
 	}
-	return out, nil
+	return stageResult{outputs: out,
+		apply: func(ctx context.Context) error { return r.recordVersions(ctx, versions) },
+		after: func(ctx context.Context) {
+			if _, err := r.DeliverSchedules(context.WithoutCancel(ctx)); err != nil {
+				r.log.ErrorContext(ctx, "schedules committed but not all delivered to the outbox; the scheduler's leader delivers them", "err", err)
+			}
+		}}, nil
 }
 
 // tradeVersions is the trade set version per portfolio that the
@@ -251,69 +268,109 @@ func contentHash(m fahrplan.Message) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// submit records a schedule version and writes its document to the outbox.
-// The version is recorded first and the document written second; if a crash
-// falls between the two, the next run finds the same content recorded, sees
-// the document missing and writes it then, with the recorded version and
-// time, so the file is the same as it would have been.
-func (r *Runner) submit(ctx context.Context, run pipeline.Run, p pipeline.Portfolio, area pipeline.ControlArea, msg fahrplan.Message) (SentSchedule, error) {
+// prepare numbers a schedule message and builds its document. When the
+// latest recorded version says the same (its content hash), nothing new is
+// sent and the version is nil; otherwise the message becomes the next
+// version, to be recorded in the run's commit (recordVersions) and delivered
+// after it (DeliverSchedules).
+func (r *Runner) prepare(ctx context.Context, run pipeline.Run, p pipeline.Portfolio, area pipeline.ControlArea, msg fahrplan.Message) (SentSchedule, *pipeline.ScheduleMessage, error) {
 	hash := contentHash(msg)
-	version := 1
+	msg.Version = 1
 	latest, err := r.store.LatestSchedule(ctx, p.ID, run.Day, area)
 	switch {
+	case err == nil && latest.ContentHash == hash:
+		return SentSchedule{Portfolio: p.ID, ControlArea: area, FileName: latest.FileName, ObjectKey: latest.ObjectKey,
+			Version: latest.Version, Series: len(msg.Series)}, nil, nil
 	case err == nil:
-		version = latest.Version + 1
+		msg.Version = latest.Version + 1
 	case pipeline.KindOf(err) != pipeline.NotFound:
-		return SentSchedule{}, err
+		return SentSchedule{}, nil, err
 	}
-	msg.Version = version
-	if err == nil && latest.ContentHash == hash {
-		msg.Version = latest.Version
-	}
+	msg.Created = r.cfg.Now().UTC().Truncate(time.Second)
 	name := msg.FileName()
+	doc, err := fahrplan.Marshal(msg)
+	if err != nil {
+		return SentSchedule{}, nil, err
+	}
 	// The period calculation reads the schedule's balance from the record,
 	// so it need not parse the document again.
 	bought, sold := msg.Balance(msg.Sender)
-	rec, created, err := r.store.RecordSchedule(ctx, pipeline.ScheduleMessage{
+	m := pipeline.ScheduleMessage{
 		PortfolioID: p.ID, Day: run.Day, ControlArea: area, MessageID: msg.MessageID, Version: msg.Version,
 		FileName: name, ObjectKey: OutboxPrefix + name, ContentHash: hash, Sender: msg.Sender, Receiver: msg.Receiver,
-		RunID: run.ID, Status: pipeline.ScheduleSubmitted, SentAt: r.cfg.Now().UTC(),
-		BoughtMW: bought, SoldMW: sold,
-	})
-	if err != nil {
-		return SentSchedule{}, err
+		RunID: run.ID, Status: pipeline.ScheduleSubmitted, SentAt: msg.Created,
+		BoughtMW: bought, SoldMW: sold, Document: doc,
 	}
-	if created && rec.Version != msg.Version {
-		return SentSchedule{}, pipeline.Errorf(pipeline.Conflict, "schedule version %d was taken concurrently", msg.Version)
-	}
-	msg.Version = rec.Version
-	msg.Created = rec.SentAt
-	sent := SentSchedule{Portfolio: p.ID, ControlArea: area, FileName: rec.FileName, ObjectKey: rec.ObjectKey,
-		Version: rec.Version, New: created, Series: len(msg.Series)}
-	if !created {
-		if _, err := r.outbox.Stat(ctx, rec.ObjectKey); err == nil {
-			return sent, nil
-		} else if pipeline.KindOf(err) != pipeline.NotFound {
-			return sent, err
+	return SentSchedule{Portfolio: p.ID, ControlArea: area, FileName: name, ObjectKey: m.ObjectKey,
+		Version: msg.Version, New: true, Series: len(msg.Series)}, &m, nil
+}
+
+// recordVersions records the run's new schedule versions within its commit.
+// Each must be recorded as the version that prepare numbered, whose number
+// its document carries: when another run recorded a version of the same
+// schedule meanwhile, the commit fails as a Conflict and the stage runs
+// again.
+func (r *Runner) recordVersions(ctx context.Context, versions []pipeline.ScheduleMessage) error {
+	for _, m := range versions {
+		rec, created, err := r.store.RecordSchedule(ctx, m)
+		if err != nil {
+			return err
+		}
+		if !created || rec.Version != m.Version {
+			return pipeline.Errorf(pipeline.Conflict, "schedule %s %s %s version %d was recorded by another run meanwhile",
+				m.PortfolioID, m.Day, m.ControlArea, m.Version)
 		}
 	}
-	doc, err := fahrplan.Marshal(msg)
-	if err != nil {
-		return sent, err
-	}
-	if err := r.outbox.Put(ctx, rec.ObjectKey, bytes.NewReader(doc), int64(len(doc))); err != nil {
-		return sent, fmt.Errorf("write %s: %w", rec.ObjectKey, err)
-	}
-	if created {
-		data, _ := json.Marshal(map[string]any{"portfolio": p.ID, "control_area": area, "file_name": rec.FileName,
-			"object_key": rec.ObjectKey, "version": rec.Version, "message_id": rec.MessageID, "series": len(msg.Series)})
-		day := run.Day
-		if err := r.store.RecordEvent(ctx, pipeline.Event{At: r.cfg.Now(), Kind: "schedule.sent", PortfolioID: p.ID,
-			Subject: rec.FileName, DeliveryDay: &day, Data: data}); err != nil {
-			r.log.WarnContext(ctx, "record event", "kind", "schedule.sent", "err", err)
+	return nil
+}
+
+// deliverBatch is how many undelivered schedule versions DeliverSchedules
+// reads at a time.
+const deliverBatch = 100
+
+// DeliverSchedules writes the documents of committed schedule versions that
+// are not in the outbox yet to the outbox, oldest first, and records each
+// delivery; it returns how many it delivered. A crash between the commit of
+// a schedules run and the delivery of its versions, or an outbox that
+// failed, leaves them waiting here: the next schedules run and the
+// scheduler's leader call it. A version is written again when a crash fell
+// between its write and its record, with the same bytes, so the TSO channel
+// sees the same file. It stops at the first failure, so that versions of one
+// schedule reach the outbox in order.
+func (r *Runner) DeliverSchedules(ctx context.Context) (int, error) {
+	n := 0
+	for {
+		ms, err := r.store.UndeliveredSchedules(ctx, deliverBatch)
+		if err != nil {
+			return n, err
+		}
+		if len(ms) > 0 && r.outbox == nil {
+			return n, errors.New("deliver schedules: the runner has no outbox")
+		}
+		for _, m := range ms {
+			if err := r.outbox.Put(ctx, m.ObjectKey, bytes.NewReader(m.Document), int64(len(m.Document))); err != nil {
+				return n, fmt.Errorf("deliver schedule %s: %w", m.ObjectKey, err)
+			}
+			marked, err := r.store.MarkScheduleDelivered(ctx, m.ID, r.cfg.Now())
+			if err != nil {
+				return n, fmt.Errorf("deliver schedule %s: %w", m.ObjectKey, err)
+			}
+			if !marked {
+				continue // another process delivered it meanwhile
+			}
+			n++
+			data, _ := json.Marshal(map[string]any{"portfolio": m.PortfolioID, "control_area": m.ControlArea, "file_name": m.FileName,
+				"object_key": m.ObjectKey, "version": m.Version, "message_id": m.MessageID, "run_id": m.RunID})
+			day := m.Day
+			if err := r.store.RecordEvent(ctx, pipeline.Event{At: r.cfg.Now(), Kind: "schedule.sent", PortfolioID: m.PortfolioID,
+				Subject: m.FileName, DeliveryDay: &day, Data: data}); err != nil {
+				r.log.WarnContext(ctx, "record event", "kind", "schedule.sent", "err", err)
+			}
+		}
+		if len(ms) < deliverBatch {
+			return n, nil
 		}
 	}
-	return sent, nil
 }
 
 // scheduleRows builds the schedule dataset: one row per series and

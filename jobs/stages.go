@@ -27,25 +27,26 @@ type ForecastOutputs struct {
 	Dataset    lake.Snapshot             `json:"forecast_malo"`
 	Portfolios map[string]forecast.Stats `json:"portfolios"`
 	Seconds    float64                   `json:"seconds"`
-	// CommitSeconds is the part of Seconds spent closing and publishing
-	// the Parquet files.
+	// CommitSeconds is the part of Seconds spent closing the Parquet files,
+	// moving them to their final keys and recording them as the run's
+	// parts; the run's commit follows.
 	CommitSeconds float64 `json:"commit_seconds"`
 	Values        int64   `json:"values"`
 }
 
-func (r *Runner) forecastStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+func (r *Runner) forecastStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (stageResult, error) {
 	started := time.Now()
 	day := run.Day
 	w, err := r.lake.Create(ctx, pipeline.DatasetForecastMalo, day, run.ID, pipeline.ForecastMaloSchema)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	defer w.Abort()
 	var total int64
 	for _, p := range ps {
 		n, err := r.store.CountVersions(ctx, "location", p.ID, true)
 		if err != nil {
-			return nil, err
+			return stageResult{}, err
 		}
 		total += int64(n)
 	}
@@ -57,20 +58,20 @@ func (r *Runner) forecastStage(ctx context.Context, run pipeline.Run, ps []pipel
 			r.progress(pipeline.StageForecast, done, total)
 		})
 		if err != nil {
-			return nil, fmt.Errorf("portfolio %s: %w", p.ID, err)
+			return stageResult{}, fmt.Errorf("portfolio %s: %w", p.ID, err)
 		}
 		out.Portfolios[p.ID] = st
 	}
 	committing := time.Now()
-	snap, err := w.Commit(ctx)
+	snap, err := r.stageParts(ctx, run, w)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	out.CommitSeconds = time.Since(committing).Seconds()
 	out.Dataset = snap
 	out.Values = snap.Rows
 	out.Seconds = time.Since(started).Seconds()
-	return out, nil
+	return stageResult{outputs: out}, nil
 }
 
 // forecastPortfolio generates the forecasts of one portfolio's market
@@ -213,12 +214,12 @@ type AggregateOutputs struct {
 	SubmittedPortfolios int `json:"submitted_portfolios"`
 }
 
-func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (stageResult, error) {
 	started := time.Now()
 	day := run.Day
 	in, err := r.latest(ctx, pipeline.DatasetForecastMalo, day, pipeline.StageForecast)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	agg := position.NewAggregator(day)
 	var rows int64
@@ -237,14 +238,14 @@ func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipe
 			QH: b.Int32s[0], PowerMW: b.Float64s[0]})
 	})
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	read := time.Since(started)
 	var subs []position.Submitted
 	for _, p := range ps {
 		f, ok, err := r.submitted(ctx, p.ID, day)
 		if err != nil {
-			return nil, err
+			return stageResult{}, err
 		}
 		if ok {
 			subs = append(subs, position.Submitted{Portfolio: p.ID, Forecast: f})
@@ -252,19 +253,20 @@ func (r *Runner) aggregateStage(ctx context.Context, run pipeline.Run, ps []pipe
 	}
 	rec, err := agg.Positions(r.cfg.Alloc, subs)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	defer rec.Release()
-	snap, err := r.writeAll(ctx, pipeline.DatasetPositionControlArea, day, run.ID, pipeline.PositionSchema, rec)
+	snap, err := r.writeAll(ctx, pipeline.DatasetPositionControlArea, run, pipeline.PositionSchema, rec)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
-	if err := r.store.PublishPositions(ctx, run.ID, day, position.PositionRows(rec)); err != nil {
-		return nil, err
-	}
+	model := position.PositionRows(rec)
 	secs := time.Since(started).Seconds()
-	return AggregateOutputs{Input: in, Dataset: snap, Rows: rows, ReadSeconds: read.Seconds(), Seconds: secs,
-		ValuesPerSec: float64(rows) / max(secs, 1e-9), SubmittedPortfolios: len(subs)}, nil
+	return stageResult{
+		outputs: AggregateOutputs{Input: in, Dataset: snap, Rows: rows, ReadSeconds: read.Seconds(), Seconds: secs,
+			ValuesPerSec: float64(rows) / max(secs, 1e-9), SubmittedPortfolios: len(subs)},
+		apply: func(ctx context.Context) error { return r.store.PublishPositions(ctx, run.ID, day, model) },
+	}, nil
 }
 
 // OpenPositionOutputs is what the open-position stage reports.
@@ -274,15 +276,15 @@ type OpenPositionOutputs struct {
 	Trades  map[string]int `json:"trade_set_versions"`
 }
 
-func (r *Runner) openPositionStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (any, error) {
+func (r *Runner) openPositionStage(ctx context.Context, run pipeline.Run, ps []pipeline.Portfolio) (stageResult, error) {
 	day := run.Day
 	in, err := r.latest(ctx, pipeline.DatasetPositionControlArea, day, pipeline.StageAggregate)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	pos, err := r.readAll(ctx, in, pipeline.PositionSchema)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	defer pos.Release()
 	out := OpenPositionOutputs{Input: in, Trades: map[string]int{}}
@@ -292,7 +294,7 @@ func (r *Runner) openPositionStage(ctx context.Context, run pipeline.Run, ps []p
 		if pipeline.KindOf(err) == pipeline.NotFound {
 			continue
 		} else if err != nil {
-			return nil, err
+			return stageResult{}, err
 		}
 		set.Portfolio = p.ID
 		sets = append(sets, set)
@@ -300,21 +302,21 @@ func (r *Runner) openPositionStage(ctx context.Context, run pipeline.Run, ps []p
 	}
 	open, err := position.Open(r.cfg.Alloc, pos, sets)
 	if err != nil {
-		return nil, err
+		return stageResult{}, err
 	}
 	defer open.Release()
-	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetOpenPosition, day, run.ID, pipeline.OpenPositionSchema, open); err != nil {
-		return nil, err
+	if out.Dataset, err = r.writeAll(ctx, pipeline.DatasetOpenPosition, run, pipeline.OpenPositionSchema, open); err != nil {
+		return stageResult{}, err
 	}
-	if err := r.store.PublishOpenPosition(ctx, run.ID, day, position.OpenRows(open)); err != nil {
-		return nil, err
-	}
-	return out, nil
+	model := position.OpenRows(open)
+	return stageResult{outputs: out,
+		apply: func(ctx context.Context) error { return r.store.PublishOpenPosition(ctx, run.ID, day, model) }}, nil
 }
 
-// writeAll writes a small dataset in one go and publishes it.
-func (r *Runner) writeAll(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema, recs ...arrow.RecordBatch) (lake.Snapshot, error) {
-	w, err := r.lake.Create(ctx, dataset, day, runID, schema)
+// writeAll writes a small dataset of the run in one go and stages it for
+// the run's commit.
+func (r *Runner) writeAll(ctx context.Context, dataset string, run pipeline.Run, schema *arrow.Schema, recs ...arrow.RecordBatch) (lake.Snapshot, error) {
+	w, err := r.lake.Create(ctx, dataset, run.Day, run.ID, schema)
 	if err != nil {
 		return lake.Snapshot{}, err
 	}
@@ -324,7 +326,25 @@ func (r *Runner) writeAll(ctx context.Context, dataset string, day pipeline.Day,
 			return lake.Snapshot{}, err
 		}
 	}
-	return w.Commit(ctx)
+	return r.stageParts(ctx, run, w)
+}
+
+// stageParts finishes the writer's files, moves them to their final keys and
+// records them as the run's parts, which the run's commit publishes. It
+// returns the snapshot they become once committed.
+func (r *Runner) stageParts(ctx context.Context, run pipeline.Run, w *lake.Writer) (lake.Snapshot, error) {
+	pub, err := w.Stage(ctx)
+	if err != nil {
+		return lake.Snapshot{}, err
+	}
+	parts := make([]pipeline.RunPart, len(pub.Files))
+	for i, f := range pub.Files {
+		parts[i] = pipeline.RunPart{Dataset: pub.Dataset, Key: f.Key, Rows: f.Rows, Bytes: f.Bytes}
+	}
+	if err := r.store.RecordRunParts(ctx, run.ID, "", parts, r.cfg.Now()); err != nil {
+		return lake.Snapshot{}, err
+	}
+	return pub.Snapshot(), nil
 }
 
 // readAll reads a small snapshot into one record batch owned by the caller.

@@ -210,6 +210,22 @@ type ScheduleMessage struct {
 	// before they were kept, whose quantities only the document has.
 	BoughtMW []float64 `json:"-"`
 	SoldMW   []float64 `json:"-"`
+	// Document is the message as it goes to the TSO. It is recorded with
+	// the version in its run's commit and delivered to the outbox after it;
+	// only the delivery reads it back.
+	Document []byte `json:"-"`
+}
+
+// RunPart is one Parquet file that a job of a run staged in the lake for
+// the run's commit to publish.
+type RunPart struct {
+	Dataset string `json:"dataset"`
+	// Job names the job of the run that wrote the part ("" for a run of one
+	// job); a job that runs again replaces its parts.
+	Job   string `json:"job,omitempty"`
+	Key   string `json:"key"`
+	Rows  int64  `json:"rows"`
+	Bytes int64  `json:"bytes"`
 }
 
 // PositionRow is one quarter-hour of a portfolio's position in a control

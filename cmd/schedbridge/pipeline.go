@@ -14,6 +14,7 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/pipeline/calendar"
 	"github.com/schedbridge/schedbridge/storage/catalog"
+	"github.com/schedbridge/schedbridge/storage/commit"
 	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
@@ -171,6 +172,7 @@ func (a *app) newRunner(ctx context.Context, db *sqldb.DB, bucket objstore.Bucke
 	}
 	lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
 		SpoolDir: filepath.Join(a.cfg.DataDir, "tmp"), Catalog: cat})
+	cfg.Commit = commit.New(db, cat, a.now)
 	r := jobs.New(db, lk, bucket, cfg)
 	if reg != nil {
 		if err := r.Register(reg); err != nil {

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"math/rand/v2"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -339,102 +338,6 @@ func runOf(key string) (int64, bool) {
 	id, _, _ := strings.Cut(rest, "/")
 	n, err := strconv.ParseInt(id, 10, 64)
 	return n, err == nil
-}
-
-// maxCommitAttempts bounds Publish's retries after concurrent commits.
-const maxCommitAttempts = 10
-
-// Publish makes the run's files the day's partition of the dataset's table
-// in one commit: a first publish appends them, a later one replaces the
-// partition's files with them (an overwrite snapshot). It fails with
-// pipeline.Conflict when the day's partition already holds this run or a
-// later one. A commit that loses to a concurrent one is retried from a fresh
-// load of the table.
-func (c *Catalog) Publish(ctx context.Context, p lake.Publication) error {
-	props := iceberg.Properties{
-		PropRunID: strconv.FormatInt(p.RunID, 10),
-		PropStage: string(pipeline.StageOfDataset(p.Dataset)),
-		PropDay:   p.Day.String(),
-	}
-	if !p.WrittenAt.IsZero() {
-		props[PropWrittenAt] = p.WrittenAt.UTC().Format(time.RFC3339Nano)
-	}
-	var err error
-	var add []iceberg.DataFile // the run's files as data files, read once for all attempts
-	for attempt := 1; ; attempt++ {
-		var base string
-		if base, err = c.publish(ctx, p, props, &add); err == nil || pipeline.KindOf(err) == pipeline.Conflict ||
-			attempt == maxCommitAttempts || !c.movedOn(ctx, p.Dataset, base, err) {
-			break
-		}
-		// Spread the retries of replicas that lost to the same commit.
-		select {
-		case <-time.After(time.Duration(rand.Int64N(int64(attempt) * int64(10*time.Millisecond)))):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if err != nil && pipeline.KindOf(err) != pipeline.Conflict {
-		return fmt.Errorf("catalog: publish %s %s run %d: %w", p.Dataset, p.Day, p.RunID, missing(err))
-	}
-	return err
-}
-
-// movedOn tells whether a failed commit lost to a concurrent one: the
-// table's metadata is no longer the one the attempt started from (base). The
-// SQL catalog wraps only some of these losses in table.ErrCommitFailed; a
-// requirement that the table's branch is unchanged fails with a plain
-// error, so the table itself is asked. A missing file or a moved warehouse
-// is no such loss.
-func (c *Catalog) movedOn(ctx context.Context, dataset, base string, err error) bool {
-	if pipeline.Permanent(err) || errors.Is(err, fs.ErrNotExist) {
-		return false
-	}
-	if errors.Is(err, table.ErrCommitFailed) {
-		return true
-	}
-	tbl, lerr := c.cat.LoadTable(ctx, Ident(dataset))
-	return lerr == nil && base != "" && tbl.MetadataLocation() != base
-}
-
-// publish makes one attempt and returns the table's metadata location it
-// started from ("" before the table was loaded). The run's data files are
-// read from their footers on the first attempt that gets that far and kept
-// in *add for the retries: a table's schema and partition spec do not
-// change between attempts.
-func (c *Catalog) publish(ctx context.Context, p lake.Publication, props iceberg.Properties, add *[]iceberg.DataFile) (string, error) {
-	tbl, err := c.load(ctx, p.Dataset, p.Schema)
-	if err != nil {
-		return "", err
-	}
-	base := tbl.MetadataLocation()
-	old, err := dayFiles(ctx, tbl, p.Day)
-	if err != nil {
-		return base, err
-	}
-	for _, f := range old {
-		key, _ := c.key(f.FilePath())
-		if id, ok := runOf(key); ok && id >= p.RunID {
-			return base, pipeline.Errorf(pipeline.Conflict, "lake %s %s: run %d is already published, run %d cannot replace it",
-				p.Dataset, p.Day, id, p.RunID)
-		}
-	}
-	if *add == nil {
-		if *add, err = c.dataFiles(ctx, tbl, p.Day, p.Files); err != nil {
-			return base, err
-		}
-	}
-	tx := tbl.NewTransaction()
-	if len(old) == 0 {
-		err = tx.AddDataFiles(ctx, *add, props)
-	} else {
-		err = tx.ReplaceDataFilesWithDataFiles(ctx, old, *add, props)
-	}
-	if err != nil {
-		return base, err
-	}
-	_, err = tx.Commit(ctx)
-	return base, err
 }
 
 // dataFiles reads the footers of the run's files, in parallel, for their

@@ -85,6 +85,9 @@ type Catalog interface {
 	// dataset's table in one commit. It fails with pipeline.Conflict when
 	// the day already has this run or a later one.
 	Publish(ctx context.Context, p Publication) error
+	// Prepare creates the dataset's table with the schema when it does not
+	// exist yet; a later commit of the run's files finds it.
+	Prepare(ctx context.Context, dataset string, schema *arrow.Schema) error
 	// Current returns the day's current snapshot, or a pipeline.NotFound
 	// error when none was published.
 	Current(ctx context.Context, dataset string, day pipeline.Day) (Snapshot, error)
@@ -105,6 +108,15 @@ type Publication struct {
 	// WrittenAt is the lake's clock at the commit; Current returns it as
 	// the snapshot's WrittenAt.
 	WrittenAt time.Time
+}
+
+// Snapshot is the publication as the snapshot it becomes once committed.
+func (p Publication) Snapshot() Snapshot {
+	s := Snapshot{Dataset: p.Dataset, Day: p.Day, RunID: p.RunID, Files: p.Files, WrittenAt: p.WrittenAt}
+	for _, f := range p.Files {
+		s.Rows += f.Rows
+	}
+	return s
 }
 
 // DefaultRowGroupRows is the row-group size when Options.RowGroupRows is 0:

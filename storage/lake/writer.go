@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -26,6 +27,7 @@ type Writer struct {
 	dataset string
 	day     pipeline.Day
 	runID   int64
+	job     string // "" for a writer of the whole run
 	schema  *arrow.Schema
 	enc     *encoding
 
@@ -100,9 +102,16 @@ var (
 // A run id that is not newer than the day's published run is a
 // pipeline.Conflict: a published snapshot is never replaced by the same run
 // or an older one.
-func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema) (*Writer, error) {
+func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, runID int64, schema *arrow.Schema, opts ...CreateOption) (*Writer, error) {
 	if err := checkTarget(dataset, day); err != nil {
 		return nil, err
+	}
+	var co createOptions
+	for _, o := range opts {
+		o(&co)
+	}
+	if co.job != "" && !jobName.MatchString(co.job) {
+		return nil, pipeline.Errorf(pipeline.Invalid, "lake %s %s: job name %q: want letters, digits, '.', '_' and '-'", dataset, day, co.job)
 	}
 	if runID <= 0 {
 		return nil, pipeline.Errorf(pipeline.Invalid, "lake %s %s: run id %d is not positive", dataset, day, runID)
@@ -117,7 +126,7 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 	if err := l.checkNewer(ctx, dataset, day, runID); err != nil {
 		return nil, err
 	}
-	opts := []parquet.WriterProperty{
+	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(l.opts.RowGroupRows),
 		parquet.WithAllocator(l.opts.Alloc),
@@ -133,23 +142,46 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 	// same file size (3.54 B/row).
 	for _, f := range schema.Fields() {
 		if f.Type.ID() != arrow.DICTIONARY && f.Type.ID() != arrow.STRING && f.Type.ID() != arrow.LARGE_STRING {
-			opts = append(opts, parquet.WithDictionaryFor(f.Name, false))
+			props = append(props, parquet.WithDictionaryFor(f.Name, false))
 		}
 	}
 	if l.opts.Compression == "zstd" {
 		// zstd's fastest level (klauspost's SpeedFastest) saved another
 		// 10-20% of the writer's CPU time over the default level, with
 		// files 0.1% larger.
-		opts = append(opts, parquet.WithCompressionLevel(zstdLevel))
+		props = append(props, parquet.WithCompressionLevel(zstdLevel))
 	}
 	// The stored Arrow schema makes pqarrow read dictionary columns back as
 	// dictionaries and keeps the timestamps' zone.
-	enc, err := newEncoding(schema, parquet.NewWriterProperties(opts...),
+	enc, err := newEncoding(schema, parquet.NewWriterProperties(props...),
 		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)))
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, schema: schema, enc: enc}, nil
+	return &Writer{l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, job: co.job, schema: schema, enc: enc}, nil
+}
+
+// CreateOption tunes a Writer.
+type CreateOption func(*createOptions)
+
+type createOptions struct{ job string }
+
+// WithJob makes the writer one job's share of a run whose files come from
+// several jobs (one per portfolio, say): its parts go to the job's folder in
+// the run's (run=<id>/job=<job>/part-N.parquet), so that the jobs' parts
+// neither collide nor clear each other, and the run's commit publishes the
+// parts of all its jobs together.
+func WithJob(job string) CreateOption { return func(o *createOptions) { o.job = job } }
+
+// jobName keeps job names to one plain key segment.
+var jobName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// jobSegment is the key segment of a job's parts within its run's folder.
+func jobSegment(job string) string {
+	if job == "" {
+		return ""
+	}
+	return "job=" + job + "/"
 }
 
 // checkNewer fails with Conflict when the day's published run is runID or a
@@ -317,7 +349,7 @@ func (w *Writer) openPart() error {
 	if w.cur != nil {
 		return nil
 	}
-	key := tmpRunPrefix(w.dataset, w.day, w.runID) + partName(len(w.parts))
+	key := tmpRunPrefix(w.dataset, w.day, w.runID) + jobSegment(w.job) + partName(len(w.parts))
 	pr, pw := io.Pipe()
 	p := &part{key: key, sink: &sink{pw: pw}, done: make(chan error, 1)}
 	b := w.l.b
@@ -369,63 +401,77 @@ func (w *Writer) closePart() error {
 	return nil
 }
 
-// Commit finishes the last part, moves the parts from their temporary keys to
-// the run's folder and then publishes the run by replacing the day's _latest
-// pointer. A snapshot without rows still gets one (empty) part, so that its
-// schema is readable. If a newer or the same run was published meanwhile,
-// Commit fails with pipeline.Conflict and removes its parts. The check and
-// the pointer's replacement are not one atomic step (object stores offer no
-// compare-and-swap that all backends share), so runs of one dataset and day
-// must not commit concurrently; the job runner's leader lock ensures that.
-func (w *Writer) Commit(ctx context.Context) (Snapshot, error) {
+// Stage finishes the last part and moves the parts from their temporary keys
+// to the run's folder (the job's, for a writer of one job of the run), and
+// returns them as a publication that the catalog can commit. It publishes
+// nothing: the run's commit point does, with the run's other results. A
+// snapshot without rows still gets one (empty) part, so that its schema is
+// readable. If the same or a newer run was published meanwhile, Stage fails
+// with pipeline.Conflict and removes its parts.
+func (w *Writer) Stage(ctx context.Context) (Publication, error) {
 	if err := w.usable(); err != nil {
-		return Snapshot{}, err
+		return Publication{}, err
 	}
 	if err := w.flushGroup(); err != nil {
-		return Snapshot{}, w.fail(err)
+		return Publication{}, w.fail(err)
 	}
 	if w.cur == nil && len(w.parts) == 0 {
 		if err := w.openPart(); err != nil {
-			return Snapshot{}, w.fail(err)
+			return Publication{}, w.fail(err)
 		}
 	}
 	if err := w.closePart(); err != nil {
-		return Snapshot{}, w.fail(err)
+		return Publication{}, w.fail(err)
 	}
 	if err := w.l.checkNewer(ctx, w.dataset, w.day, w.runID); err != nil {
 		w.removeTmp(ctx)
-		return Snapshot{}, w.fail(err)
+		return Publication{}, w.fail(err)
 	}
-	// A crashed attempt of this run may have moved parts here without
-	// publishing them; they must not linger beside this attempt's files
-	// where a glob over the folder would find them.
-	final := runPrefix(w.dataset, w.day, w.runID)
+	cat, err := w.l.catalog()
+	if err != nil {
+		return Publication{}, w.fail(err)
+	}
+	// The commit knows the parts by their keys only; the table must exist
+	// with the dataset's schema before it.
+	if err := cat.Prepare(ctx, w.dataset, w.schema); err != nil {
+		return Publication{}, w.fail(fmt.Errorf("prepare the table: %w", err))
+	}
+	// A crashed attempt of this run (or job) may have moved parts here
+	// without publishing them; they must not linger beside this attempt's
+	// files where a glob over the folder would find them.
+	final := runPrefix(w.dataset, w.day, w.runID) + jobSegment(w.job)
 	if _, err := w.l.deletePrefix(ctx, final); err != nil {
-		return Snapshot{}, w.fail(fmt.Errorf("clear %s: %w", final, err))
+		return Publication{}, w.fail(fmt.Errorf("clear %s: %w", final, err))
 	}
 	files := make([]FileInfo, len(w.parts))
 	for i, p := range w.parts {
 		files[i] = FileInfo{Key: final + partName(i), Rows: p.Rows, Bytes: p.Bytes}
 		if err := w.l.b.Move(ctx, p.Key, files[i].Key); err != nil {
-			return Snapshot{}, w.fail(fmt.Errorf("move %s: %w", p.Key, err))
+			return Publication{}, w.fail(fmt.Errorf("move %s: %w", p.Key, err))
 		}
+	}
+	w.state = writerCommitted
+	return Publication{Dataset: w.dataset, Day: w.day, RunID: w.runID, Schema: w.schema, Files: files,
+		WrittenAt: w.l.opts.Now().UTC()}, nil
+}
+
+// Commit stages the run's parts and publishes them in a catalog commit of
+// their own, for writers whose run has no other results to commit with them
+// (the import of old runs, tools and tests). A run that lost to a newer one
+// leaves its moved files to Sweep, which removes what no snapshot references.
+func (w *Writer) Commit(ctx context.Context) (Snapshot, error) {
+	pub, err := w.Stage(ctx)
+	if err != nil {
+		return Snapshot{}, err
 	}
 	cat, err := w.l.catalog()
 	if err != nil {
-		return Snapshot{}, w.fail(err)
+		return Snapshot{}, err
 	}
-	// The commit point: until the catalog's commit lands, the table's
-	// current snapshot holds the previous run. A run that lost to a newer
-	// one leaves its moved files to Sweep, which removes what no snapshot
-	// references.
-	pub := Publication{Dataset: w.dataset, Day: w.day, RunID: w.runID, Schema: w.schema, Files: files,
-		WrittenAt: w.l.opts.Now().UTC()}
 	if err := cat.Publish(ctx, pub); err != nil {
-		return Snapshot{}, w.fail(fmt.Errorf("publish: %w", err))
+		return Snapshot{}, fmt.Errorf("publish: %w", err)
 	}
-	w.state = writerCommitted
-	return Snapshot{Dataset: w.dataset, Day: w.day, RunID: w.runID, Files: files, Rows: w.rows,
-		WrittenAt: pub.WrittenAt}, nil
+	return pub.Snapshot(), nil
 }
 
 // removeTmp deletes the finished parts' temporary objects after a conflict;

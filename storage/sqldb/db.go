@@ -300,9 +300,51 @@ func (db *DB) lockMigrations(ctx context.Context) (func(), error) {
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
 
-// inTx runs fn in a transaction and commits when it returns nil.
+// inTx runs fn in a transaction and commits when it returns nil. Within
+// InTx, fn runs in InTx's transaction, which commits or rolls back as a
+// whole.
 func (db *DB) inTx(ctx context.Context, fn func(tx bun.Tx) error) error {
+	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+		return fn(tx)
+	}
 	return busyAsUnavailable(db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(tx) }))
+}
+
+// txKey is the context key of InTx's transaction.
+type txKey struct{}
+
+// InTx runs fn in one database transaction, which commits when fn returns
+// nil and rolls back otherwise. The store's methods that fn calls with the
+// context it is given take part in the transaction (those that write the
+// results of a run: FinishRun, the read models' Publish methods,
+// RecordSchedule, RecordRunParts), and so can another store on the same
+// database through Tx, such as the lake's catalog: it is how a run's results
+// commit at one point. Within fn, nothing may write to the database outside
+// the transaction: on SQLite such a write waits for the transaction's lock.
+func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
+	if _, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+		return fn(ctx)
+	}
+	return busyAsUnavailable(db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(context.WithValue(ctx, txKey{}, tx))
+	}))
+}
+
+// Tx returns the transaction of InTx that ctx carries, or nil outside one.
+func Tx(ctx context.Context) bun.IDB {
+	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+		return tx
+	}
+	return nil
+}
+
+// conn is the connection that a statement under ctx runs on: InTx's
+// transaction within one, the pool otherwise.
+func (db *DB) conn(ctx context.Context) bun.IDB {
+	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+		return tx
+	}
+	return db.bun
 }
 
 // busyAsUnavailable marks SQLite's "database is locked" as Unavailable: the

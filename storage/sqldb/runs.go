@@ -199,7 +199,7 @@ func (db *DB) FinishRun(ctx context.Context, id int64, status pipeline.RunStatus
 		}
 		out = nullable(string(outputs))
 	}
-	res, err := db.bun.NewUpdate().Model((*runRow)(nil)).
+	res, err := db.conn(ctx).NewUpdate().Model((*runRow)(nil)).
 		Set("status = ?", string(status)).Set("error = ?", errText).Set("outputs = ?", out).
 		Set("finished_at = ?", now.UTC()).
 		Where("id = ?", id).Where("status = ?", string(pipeline.RunRunning)).Exec(ctx)
@@ -219,7 +219,7 @@ func (db *DB) FinishRun(ctx context.Context, id int64, status pipeline.RunStatus
 // Run returns one run record.
 func (db *DB) Run(ctx context.Context, id int64) (pipeline.Run, error) {
 	var row runRow
-	err := db.bun.NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
+	err := db.conn(ctx).NewSelect().Model(&row).Where("id = ?", id).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return pipeline.Run{}, pipeline.Errorf(pipeline.NotFound, "run %d not found", id)
 	}

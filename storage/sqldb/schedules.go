@@ -95,6 +95,15 @@ func scheduleRows(rows []scheduleRow) ([]pipeline.ScheduleMessage, error) {
 // RecordSchedule records a schedule message version for its portfolio,
 // delivery day and control area, or finds that it need not be sent.
 //
+// m.Document, when set, is the document that goes to the TSO: it is stored
+// with the version, which then waits for delivery (UndeliveredSchedules)
+// until MarkScheduleDelivered. Within InTx the version is recorded in the
+// transaction of its run's commit, so it exists exactly when the run
+// committed. A version recorded without a document has nothing to deliver:
+// its caller delivers it. (The document and delivered_at columns are
+// written by statements of their own, so that the version's row stays what
+// it was before them.)
+//
 // m.ContentHash must cover everything that decides what the TSO receives
 // except what depends on the version: not the version number, the file name
 // or object key that carry it, nor the document's creation time. When the
@@ -163,6 +172,12 @@ func (db *DB) RecordSchedule(ctx context.Context, m pipeline.ScheduleMessage) (p
 					"schedule %s version %d was recorded concurrently", m.MessageID, next)}
 			}
 			return err
+		}
+		if m.Document != nil {
+			if _, err := tx.NewUpdate().Table("schedule_messages").Set("document = ?", m.Document).
+				Where("id = ?", row.ID).Exec(ctx); err != nil {
+				return err
+			}
 		}
 		out, err = row.domain()
 		created = err == nil
@@ -313,4 +328,53 @@ func isUniqueViolation(err error) bool {
 		return c == 2067 || c == 1555
 	}
 	return false
+}
+
+// UndeliveredSchedules returns, oldest first, up to limit recorded schedule
+// versions whose documents have not reached the outbox yet, with their
+// documents: the versions that committed runs recorded and that a crash,
+// or a failing outbox, kept from being delivered.
+func (db *DB) UndeliveredSchedules(ctx context.Context, limit int) ([]pipeline.ScheduleMessage, error) {
+	var rows []struct {
+		scheduleRow `bun:",extend"`
+		Document    []byte `bun:"document"`
+	}
+	err := db.bun.NewSelect().Model(&rows).Where("document IS NOT NULL").Where("delivered_at IS NULL").
+		Order("id").Limit(int64(max(limit, 1))).Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("undelivered schedules: %w", err)
+	}
+	out := make([]pipeline.ScheduleMessage, len(rows))
+	for i, r := range rows {
+		m, err := r.scheduleRow.domain()
+		if err != nil {
+			return nil, err
+		}
+		m.Document = r.Document
+		out[i] = m
+	}
+	return out, nil
+}
+
+// MarkScheduleDelivered records that the document of schedule version id is
+// in the outbox since at, and reports whether this call recorded it: a
+// version delivered already keeps its first time, and false tells a second
+// deliverer (another replica) that it was not first.
+func (db *DB) MarkScheduleDelivered(ctx context.Context, id int64, at time.Time) (bool, error) {
+	res, err := db.bun.NewUpdate().Table("schedule_messages").Set("delivered_at = ?", at.UTC()).
+		Where("id = ?", id).Where("delivered_at IS NULL").Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("mark schedule %d delivered: %w", id, busyAsUnavailable(err))
+	}
+	if n, _ := res.RowsAffected(); n > 0 {
+		return true, nil
+	}
+	exists, err := db.bun.NewSelect().Model((*scheduleRow)(nil)).Where("id = ?", id).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("mark schedule %d delivered: %w", id, err)
+	}
+	if !exists {
+		return false, pipeline.Errorf(pipeline.NotFound, "schedule %d not found", id)
+	}
+	return false, nil
 }

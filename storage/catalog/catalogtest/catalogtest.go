@@ -12,6 +12,7 @@ import (
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
+	"github.com/uptrace/bun"
 )
 
 // Open opens the catalog in db for the bucket (a local directory store or
@@ -38,7 +39,7 @@ func OpenSQLite(tb testing.TB, b objstore.Bucket) *catalog.Catalog {
 	return Open(tb, sqltest.Open(tb, sqldb.SQLite), b)
 }
 
-// Hooked is a catalog whose Publish first calls a hook that the test sets:
+// Hooked is a catalog whose Publish and Commit first call a hook that the test sets:
 // to observe or hold a stage's publication, or to fail it as a process that
 // died between writing its files and the catalog's commit would. A nil hook,
 // or one that returns nil, lets the publication through. It is safe for
@@ -54,6 +55,23 @@ func (h *Hooked) Set(hook func(ctx context.Context, p lake.Publication) error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.hook = hook
+}
+
+// Commit calls the hook for each publication, then commits unless the hook
+// failed: the commit of a run's parts (storage/commit) passes here.
+func (h *Hooked) Commit(ctx context.Context, pubs []lake.Publication,
+	inTx func(ctx context.Context, apply func(ctx context.Context, tx bun.IDB) error) error) error {
+	h.mu.Lock()
+	hook := h.hook
+	h.mu.Unlock()
+	if hook != nil {
+		for _, p := range pubs {
+			if err := hook(ctx, p); err != nil {
+				return err
+			}
+		}
+	}
+	return h.Catalog.Commit(ctx, pubs, inTx)
 }
 
 // Publish calls the hook, then publishes unless the hook failed.
