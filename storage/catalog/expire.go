@@ -53,50 +53,40 @@ func (c *Catalog) expire(ctx context.Context, ident table.Identifier, olderThan 
 	// dataKeys are the keys of the data files that each manifest lists as
 	// live; snapshots share most of their manifests, so each is read once.
 	dataKeys := map[string][]string{}
-	// add adds the manifests of the snapshots and their data files to
-	// keep, and the data files alone to data.
-	add := func(snaps []table.Snapshot, keep, data map[string]bool) error {
-		for _, snap := range snaps {
-			c.addKey(keep, snap.ManifestList)
-			mans, err := snap.Manifests(fs)
-			if err != nil {
-				return fmt.Errorf("catalog: manifests of %s: %w", name, missing(err))
+	// add adds the snapshot's manifest list, its manifests and their data
+	// files to keep, and the data files alone to data.
+	add := func(snap table.Snapshot, keep, data map[string]bool) error {
+		c.addKey(keep, snap.ManifestList)
+		mans, err := snap.Manifests(fs)
+		if err != nil {
+			return fmt.Errorf("catalog: manifests of %s: %w", name, missing(err))
+		}
+		for _, m := range mans {
+			c.addKey(keep, m.FilePath())
+			keys, ok := dataKeys[m.FilePath()]
+			if !ok {
+				entries, err := m.FetchEntries(fs, true)
+				if err != nil {
+					return fmt.Errorf("catalog: manifest %s: %w", m.FilePath(), missing(err))
+				}
+				keys = []string{}
+				for _, e := range entries {
+					if key, ok := c.key(e.DataFile().FilePath()); ok {
+						keys = append(keys, key)
+					}
+				}
+				dataKeys[m.FilePath()] = keys
 			}
-			for _, m := range mans {
-				c.addKey(keep, m.FilePath())
-				keys, ok := dataKeys[m.FilePath()]
-				if !ok {
-					entries, err := m.FetchEntries(fs, true)
-					if err != nil {
-						return fmt.Errorf("catalog: manifest %s: %w", m.FilePath(), missing(err))
-					}
-					keys = []string{}
-					for _, e := range entries {
-						if key, ok := c.key(e.DataFile().FilePath()); ok {
-							keys = append(keys, key)
-						}
-					}
-					dataKeys[m.FilePath()] = keys
-				}
-				for _, k := range keys {
-					keep[k] = true
-					if data != nil {
-						data[k] = true
-					}
-				}
+			for _, k := range keys {
+				keep[k] = true
+				data[k] = true
 			}
 		}
 		return nil
 	}
 
-	// The data files of every snapshot before the expiry, so that the
-	// sweep can tell the files of expired runs from those of runs that
-	// were never published.
-	before := map[string]bool{}
-	if err := add(tbl.Metadata().Snapshots(), map[string]bool{}, before); err != nil {
-		return err
-	}
-	if n := len(tbl.Metadata().Snapshots()); tbl.CurrentSnapshot() != nil {
+	before := tbl
+	if tbl.CurrentSnapshot() != nil {
 		tx := tbl.NewTransaction()
 		err := tx.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(1), table.WithPostCommit(false))
 		if err != nil {
@@ -105,15 +95,28 @@ func (c *Catalog) expire(ctx context.Context, ident table.Identifier, olderThan 
 		if tbl, err = tx.Commit(ctx); err != nil {
 			return fmt.Errorf("catalog: expire %s: %w", name, err)
 		}
-		r.Snapshots += n - len(tbl.Metadata().Snapshots())
 	}
-	after := map[string]bool{}
-	if err := add(tbl.Metadata().Snapshots(), r.Keys, after); err != nil {
-		return err
+	remaining, live := map[int64]bool{}, map[string]bool{}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		remaining[snap.SnapshotID] = true
+		if err := add(snap, r.Keys, live); err != nil {
+			return err
+		}
 	}
-	for k := range before {
-		if !after[k] {
-			r.Expired[k] = true
+	// The data files of the expired snapshots tell the sweep the replaced
+	// runs from those never published. That is only the kind it counts
+	// them under, so a manifest that cannot be read is passed over.
+	for _, snap := range before.Metadata().Snapshots() {
+		if remaining[snap.SnapshotID] {
+			continue
+		}
+		r.Snapshots++
+		expired := map[string]bool{}
+		_ = add(snap, map[string]bool{}, expired)
+		for k := range expired {
+			if !live[k] {
+				r.Expired[k] = true
+			}
 		}
 	}
 	c.addKey(r.Keys, tbl.MetadataLocation())
