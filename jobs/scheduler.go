@@ -10,6 +10,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/lake"
 )
 
 // Leader elects the one process that runs the scheduler (storage/sqldb:
@@ -40,7 +41,7 @@ var cronStages = pipeline.AllStages
 // Sweeper expires the lake's old table snapshots and removes the objects
 // that no remaining snapshot references (storage/lake).
 type Sweeper interface {
-	Sweep(ctx context.Context, olderThan time.Duration) (int, error)
+	Sweep(ctx context.Context, olderThan time.Duration) (lake.Swept, error)
 }
 
 // SchedulerConfig tunes the scheduler.
@@ -277,12 +278,12 @@ func (s *Scheduler) lead(ctx context.Context, since time.Time) error {
 	if s.cfg.Sweeper != nil {
 		sweep, _ := cronParser.Parse(s.cfg.SweepSpec)
 		c.Schedule(sweep, cron.FuncJob(func() {
-			n, err := s.cfg.Sweeper.Sweep(ctx, s.cfg.SweepAge)
+			swept, err := s.cfg.Sweeper.Sweep(ctx, s.cfg.SweepAge)
 			if err != nil {
 				s.log.WarnContext(ctx, "lake sweep", "err", err)
 				return
 			}
-			s.log.InfoContext(ctx, "lake swept", "objects_removed", n)
+			s.log.InfoContext(ctx, "lake swept", "removed", swept)
 		}))
 	}
 	next := map[string]string{}

@@ -106,6 +106,14 @@ func commandTree() *command {
 					"Iceberg keeps absolute locations, and it writes the tables' manifests and metadata anew in the new place " +
 					"and points the catalog at them in one transaction. Tables already in place are left as they are.",
 				define: cmdLakeRelocate},
+			{name: "sweep", args: "[--older-than DURATION]",
+				summary: "expire old snapshots and remove what nothing references, now (the leader does it at 03:15)",
+				about: "Removes, once older than DURATION: partial uploads of the bucket, the parts of aborted or crashed " +
+					"writers, the files of runs that no remaining snapshot references (never published, or their snapshot expired), " +
+					"the tables' metadata files that no table references, and on the local bucket the empty folders under lake/. " +
+					"The current snapshot of each table and everything it references stay. A DURATION under an hour may remove " +
+					"what a running service is still writing.",
+				define: cmdLakeSweep},
 		}},
 		{name: "backup", args: "DIR",
 			summary: "copy the embedded default (SQLite database, then the local bucket) to DIR while the service runs",
@@ -341,7 +349,7 @@ func writeHelp(w io.Writer, c *command, fs *flag.FlagSet) {
 			default:
 				name += " " + typ
 			}
-			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0" {
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "[]" && f.DefValue != "0" && f.DefValue != "0s" {
 				usage += fmt.Sprintf(" (default %s)", f.DefValue)
 			}
 			rows = append(rows, row{name, usage})

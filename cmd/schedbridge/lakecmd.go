@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/catalog"
@@ -112,5 +113,48 @@ func cmdLakeRelocate(a *app, fs *flag.FlagSet) action {
 			}
 		}
 		return nil
+	})
+}
+
+// cmdLakeSweep is `schedbridge lake sweep [--older-than DURATION]`: the
+// lake's sweep (storage/lake.Sweep), which the scheduler's leader runs each
+// night, run now, with what it removed by kind on stdout.
+func cmdLakeSweep(a *app, fs *flag.FlagSet) action {
+	olderThan := fs.Duration("older-than", 0, "remove only what is older than `DURATION`, such as 24h or 30m (default: pipeline.lake_retention, 168h unless configured)")
+	return noArgs(func(ctx context.Context) error {
+		age := a.cfg.Pipeline.LakeRetention
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "older-than" {
+				age = *olderThan
+			}
+		})
+		if age < 0 {
+			return usagef("--older-than %s: want a duration of at least 0", age)
+		}
+		if age < time.Hour {
+			a.warn(fmt.Sprintf("--older-than %s is under an hour: the parts, uploads and metadata files of runs "+
+				"still being written may be removed; stop the service first", age))
+		}
+		db, bucket, err := a.openStores(ctx)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		cat, err := a.openCatalog(ctx, db, bucket)
+		if err != nil {
+			return err
+		}
+		defer cat.Close()
+		lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
+			SpoolDir: filepath.Join(a.cfg.DataDir, "tmp"), Catalog: cat})
+		s, err := lk.Sweep(ctx, age)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(a.stdout, "snapshots expired: %d\ntemporary uploads: %d\ntemporary parts: %d\n"+
+			"unpublished run files: %d\nexpired run files: %d\nmetadata files: %d\nempty folders: %d\n"+
+			"files removed: %d (older than %s)\n",
+			s.Snapshots, s.Uploads, s.Parts, s.Unpublished, s.Expired, s.Metadata, s.Folders, s.Files(), age)
+		return err
 	})
 }

@@ -425,67 +425,6 @@ func (c *Catalog) Current(ctx context.Context, dataset string, day pipeline.Day)
 	return s, nil
 }
 
-// Expire expires, in every table, the snapshots older than olderThan except
-// each table's current one, and returns the keys of the data files that the
-// remaining snapshots reference: what the lake's sweep must keep. Iceberg-go
-// deletes the manifests, manifest lists and data files that only expired
-// snapshots referenced once the expiry is committed.
-func (c *Catalog) Expire(ctx context.Context, olderThan time.Duration) (map[string]bool, error) {
-	live := map[string]bool{}
-	for ident, err := range c.cat.ListTables(ctx, table.Identifier{Namespace}) {
-		if err != nil {
-			return nil, fmt.Errorf("catalog: list tables: %w", err)
-		}
-		tbl, err := c.cat.LoadTable(ctx, ident)
-		if err != nil {
-			return nil, fmt.Errorf("catalog: load %s: %w", strings.Join(ident, "."), missing(err))
-		}
-		// Expiry deletes files at the locations that the metadata names:
-		// a table of a moved warehouse would have them deleted in the old
-		// place, which may be the original of a copy.
-		if err := c.checkLocation(tbl, ident[len(ident)-1]); err != nil {
-			return nil, err
-		}
-		if tbl.CurrentSnapshot() != nil {
-			tx := tbl.NewTransaction()
-			if err := tx.ExpireSnapshots(table.WithOlderThan(olderThan), table.WithRetainLast(1)); err != nil {
-				return nil, fmt.Errorf("catalog: expire %s: %w", strings.Join(ident, "."), err)
-			}
-			if tbl, err = tx.Commit(ctx); err != nil {
-				return nil, fmt.Errorf("catalog: expire %s: %w", strings.Join(ident, "."), err)
-			}
-		}
-		fs, err := tbl.FS(ctx)
-		if err != nil {
-			return nil, err
-		}
-		// Snapshots share most of their manifests: each is read once.
-		read := map[string]bool{}
-		for _, snap := range tbl.Metadata().Snapshots() {
-			mans, err := snap.Manifests(fs)
-			if err != nil {
-				return nil, fmt.Errorf("catalog: manifests of %s: %w", strings.Join(ident, "."), missing(err))
-			}
-			for _, m := range mans {
-				if read[m.FilePath()] {
-					continue
-				}
-				read[m.FilePath()] = true
-				entries, err := m.FetchEntries(fs, true)
-				if err != nil {
-					return nil, fmt.Errorf("catalog: manifest %s: %w", m.FilePath(), missing(err))
-				}
-				for _, e := range entries {
-					if key, ok := c.key(e.DataFile().FilePath()); ok {
-						live[key] = true
-					}
-				}
-			}
-		}
-	}
-	return live, nil
-}
-
 // compile-time check that the lake can publish through the catalog.
 var _ lake.Catalog = (*Catalog)(nil)
 

@@ -361,31 +361,62 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 		t.Fatalf("temporary objects %v, want the aborted run's two parts", tmp)
 	}
 	run1 := "lake/forecast_malo/delivery_day=2026-03-29/run=1/"
+	// A commit that a kill or a lost race ended after it had written the
+	// table's next metadata file leaves that file behind, referenced by no
+	// metadata log. Other files in the folder are not the catalog's.
+	tbl, err := cat.LoadTable(ctx, fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaDir := "lake/forecast_malo/metadata/"
+	cur, _ := strings.CutPrefix(tbl.MetadataLocation(), catalogFor(t, b).URI(""))
+	orphan := metaDir + "00099-2b0e4c1c-7d0a-4a8e-9e53-3f1b1c1f0a99.metadata.json"
+	copyObject(t, b, cur, orphan)
+	if err := b.Put(ctx, metaDir+"notes.txt", strings.NewReader("x"), 1); err != nil {
+		t.Fatal(err)
+	}
+	// The local store: a folder that iceberg-go's expiry emptied (older
+	// versions of the sweep left them behind).
+	local, _ := b.(*objstore.Local)
+	emptied := 0
+	if local != nil {
+		if err := os.MkdirAll(filepath.Join(local.Dir(), "lake", fm, "delivery_day=2026-03-27", "run=7"), 0o750); err != nil {
+			t.Fatal(err)
+		}
+		emptied = 2 // run=7 and its day
+	}
 
 	steps := []struct {
-		now     time.Duration // after base
-		age     time.Duration
-		removed int
-		run1    bool // run 1's files are still there
+		now   time.Duration // after base
+		age   time.Duration
+		swept lake.Swept
+		run1  bool // run 1's files are still there
 	}{
-		// Everything younger than an hour stays.
-		{30 * time.Minute, time.Hour, 0, true},
-		// The 2 temporary parts, run 3 and run 10 go. Run 1's files are
-		// older than the age by the lake's clock, but the snapshot that
-		// published run 1 is not older than an hour by the machine's
-		// clock: it is kept, and with it run 1's files.
-		{2 * time.Hour, time.Hour, 4, true},
-		// Age 0 expires every snapshot but the current one; iceberg-go
-		// deletes run 1's files with the expired snapshot, so the sweep
-		// itself has nothing left to remove.
-		{2 * time.Hour, 0, 0, false},
-		{4 * time.Hour, time.Hour, 0, false},
+		// Everything younger than an hour stays, but the empty folders go.
+		{30 * time.Minute, time.Hour, lake.Swept{Folders: emptied}, true},
+		// The 2 temporary parts, run 3 and run 10 go, and the orphaned
+		// metadata file. Run 1's files are older than the age by the lake's
+		// clock, but the snapshot that published run 1 is not older than an
+		// hour by the machine's clock: it is kept, and with it run 1's
+		// files.
+		{2 * time.Hour, time.Hour, lake.Swept{Parts: 2, Unpublished: 2, Metadata: 1}, true},
+		// Age 0 expires every snapshot but the current one; the sweep
+		// deletes run 1's file and the manifest list and manifests that only
+		// the expired snapshot referenced (set below), and counts them.
+		{2 * time.Hour, 0, lake.Swept{Snapshots: 1, Expired: 1}, false},
+		{4 * time.Hour, time.Hour, lake.Swept{}, false},
 	}
-	for _, st := range steps {
+	for i, st := range steps {
+		if i == 2 {
+			st.swept.Metadata = len(onlyExpired(t, cat, fm))
+			if st.swept.Metadata == 0 {
+				t.Fatal("the expired snapshot has no manifest list or manifest of its own")
+			}
+		}
 		clk.Set(base.Add(st.now))
-		n, err := l.Sweep(ctx, st.age)
-		if err != nil || n != st.removed {
-			t.Fatalf("Sweep(%s) at base+%s removed %d, %v; want %d", st.age, st.now, n, err, st.removed)
+		got, err := l.Sweep(ctx, st.age)
+		if err != nil || got != st.swept {
+			t.Fatalf("Sweep(%s) at base+%s removed %+v, %v; want %+v", st.age, st.now, got, err, st.swept)
 		}
 		if keys := listKeys(t, b, run1); st.run1 != slices.Equal(keys, fileKeys(first)) || !st.run1 && len(keys) > 0 {
 			t.Errorf("after Sweep(%s) at base+%s run 1 holds %v; kept = %v", st.age, st.now, keys, st.run1)
@@ -398,22 +429,22 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 		if got, err := l.Latest(ctx, fm, day); err != nil || !snapEqual(got, second) || countRows(t, l, got) != 6*92 {
 			t.Errorf("Latest after Sweep(%s) at base+%s = %+v, %v", st.age, st.now, got, err)
 		}
-	}
-	// What is left: the current run's files, the objects that are not the
-	// lake's and the table's metadata, which is the catalog's.
-	want := append([]string{"lake/README.txt"}, fileKeys(second)...)
-	want = append(want, "lake/forecast_malo/notes.txt")
-	slices.Sort(want)
-	var got []string
-	for _, k := range listKeys(t, b, "lake/") {
-		if !strings.HasPrefix(k, "lake/forecast_malo/metadata/") {
-			got = append(got, k)
+		if local != nil {
+			if dirs := emptyDirs(t, filepath.Join(local.Dir(), "lake")); len(dirs) > 0 {
+				t.Errorf("after Sweep(%s) at base+%s the local store has the empty folders %v", st.age, st.now, dirs)
+			}
 		}
 	}
-	if !slices.Equal(got, want) {
+	// What is left: the current run's files, the objects that are not the
+	// lake's, and the files that the table's metadata references.
+	want := append([]string{"lake/README.txt"}, fileKeys(second)...)
+	want = append(want, "lake/forecast_malo/notes.txt", metaDir+"notes.txt")
+	want = append(want, referenced(t, cat, fm)...)
+	slices.Sort(want)
+	if got := listKeys(t, b, "lake/"); !slices.Equal(got, want) {
 		t.Errorf("after the sweeps the lake holds\n%v\nwant\n%v", got, want)
 	}
-	tbl, err := cat.LoadTable(ctx, fm)
+	tbl, err = cat.LoadTable(ctx, fm)
 	if err != nil {
 		t.Fatal(err)
 	}

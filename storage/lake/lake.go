@@ -92,9 +92,9 @@ type Catalog interface {
 	// error when none was published.
 	Current(ctx context.Context, dataset string, day pipeline.Day) (Snapshot, error)
 	// Expire expires the catalog's snapshots older than olderThan, keeping
-	// each table's current one, and returns the keys of every data file
-	// that a remaining snapshot references.
-	Expire(ctx context.Context, olderThan time.Duration) (map[string]bool, error)
+	// each table's current one, without deleting any file, and returns what
+	// the tables still reference (Retained): the sweep deletes the rest.
+	Expire(ctx context.Context, olderThan time.Duration) (Retained, error)
 }
 
 // Publication is a run's files, moved to their final keys and ready to be

@@ -20,46 +20,128 @@ import (
 // listPage is the page size of the lake's listings.
 const listPage = 1000
 
+// Retained is what a catalog's tables reference after an expiry
+// (Catalog.Expire); the sweep deletes no file that it names.
+type Retained struct {
+	// Keys are the keys of every file that a table still references: the
+	// data files of its remaining snapshots, their manifest lists and
+	// manifests, statistics files, the current metadata file and the files
+	// of its metadata log.
+	Keys map[string]bool
+	// Expired are the keys of the data files that only the snapshots that
+	// this expiry removed referenced: the files of replaced runs.
+	Expired map[string]bool
+	// Snapshots is how many snapshots the expiry removed.
+	Snapshots int
+	// Metadata are the tables' metadata folders (lake/<dataset>/metadata/),
+	// in which the sweep deletes the old metadata files that Keys lacks.
+	Metadata []string
+}
+
+// Swept counts what a sweep removed, by kind.
+type Swept struct {
+	// Snapshots is how many snapshots the sweep expired from the tables.
+	Snapshots int
+	// Uploads are the object store's partial uploads: the staging files of
+	// the local store's Puts (.tmp/put-*) and the incomplete multipart
+	// uploads of an S3 store, of processes that died during an upload.
+	Uploads int
+	// Parts are the temporary parts of aborted or crashed writers
+	// (lake/_tmp/).
+	Parts int
+	// Unpublished are the files of runs that no snapshot published: runs
+	// that crashed before their catalog commit or lost to a newer run.
+	Unpublished int
+	// Expired are the data files that only expired snapshots referenced:
+	// the files of replaced runs.
+	Expired int
+	// Metadata are the tables' metadata files (NNNNN-<uuid>.metadata.json,
+	// manifest lists and manifests) that no table references any more:
+	// those of expired snapshots, those that fell out of a metadata log,
+	// and those of commits that a crash or a lost race left behind.
+	Metadata int
+	// Folders is how many empty folders the sweep removed (local store).
+	Folders int
+}
+
+// Files is how many files the sweep removed, of every kind.
+func (s Swept) Files() int { return s.Uploads + s.Parts + s.Unpublished + s.Expired + s.Metadata }
+
+// LogValue logs the counts as a group.
+func (s Swept) LogValue() slog.Value {
+	return slog.GroupValue(slog.Int("files", s.Files()), slog.Int("snapshots_expired", s.Snapshots),
+		slog.Int("uploads", s.Uploads), slog.Int("parts", s.Parts), slog.Int("unpublished", s.Unpublished),
+		slog.Int("expired", s.Expired), slog.Int("metadata", s.Metadata), slog.Int("folders", s.Folders))
+}
+
+// tempSweeper is a store that keeps partial uploads apart from its objects
+// (objstore.Local's staging files, objstore.S3's incomplete multipart
+// uploads) and removes those that were last written to before a time.
+type tempSweeper interface {
+	SweepTemp(ctx context.Context, before time.Time) (int, error)
+}
+
+// emptyPruner is a store with folders (objstore.Local) that removes the
+// empty ones below a prefix: iceberg-go and older versions of the sweep
+// left emptied run folders behind.
+type emptyPruner interface {
+	PruneEmpty(ctx context.Context, prefix string) (int, error)
+}
+
 // Sweep expires the catalog's snapshots older than olderThan (each table's
-// current snapshot stays) and then deletes what no remaining snapshot
-// references, and returns how many objects it removed:
-//   - temporary objects (lake/_tmp/...) older than olderThan, the parts of
-//     aborted or crashed writers;
-//   - files of run folders that no remaining snapshot references and whose
-//     newest object is older than olderThan: runs that crashed before their
-//     catalog commit or lost to a newer run. Iceberg-go itself deletes the
-//     files that only the expired snapshots referenced.
+// current snapshot stays) and then deletes, through the store, what no
+// remaining snapshot references once it is older than olderThan by the
+// lake's clock, and returns what it removed by kind (Swept):
+//   - the store's partial uploads (Swept.Uploads), when the store keeps
+//     them apart (objstore.Local, objstore.S3);
+//   - temporary objects (lake/_tmp/...), the parts of aborted or crashed
+//     writers;
+//   - the files of run folders that no remaining snapshot references and
+//     whose newest object is older than olderThan: runs that crashed before
+//     their catalog commit or lost to a newer run, and runs whose snapshots
+//     expired;
+//   - the files in the tables' metadata folders (metadata files, manifest
+//     lists, manifests) that the tables' current metadata does not
+//     reference;
+//   - on the local store, the empty folders under lake/.
 //
 // A replaced run therefore stays readable, by time travel and by readers
 // that planned their scan before it was replaced, until the snapshot that
 // published it is older than olderThan. olderThan must exceed the longest
-// time a run takes to write and commit its snapshot, because the parts of a
-// run in progress are only as old as the run. Sweep also imports the _latest
-// pointers that the lake wrote before it had a catalog (ImportPointers), so
-// that their runs are kept.
-func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) {
+// time a run takes to write and commit its snapshot and the longest upload,
+// because the parts, metadata files and uploads in progress are only as old
+// as they are. Sweep also imports the _latest pointers that the lake wrote
+// before it had a catalog (ImportPointers), so that their runs are kept.
+func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (Swept, error) {
+	var res Swept
 	if olderThan < 0 {
-		return 0, pipeline.Errorf(pipeline.Invalid, "lake sweep: negative age %s", olderThan)
+		return res, pipeline.Errorf(pipeline.Invalid, "lake sweep: negative age %s", olderThan)
 	}
 	cat, err := l.catalog()
 	if err != nil {
-		return 0, err
+		return res, err
 	}
-	live, err := cat.Expire(ctx, olderThan)
+	kept, err := cat.Expire(ctx, olderThan)
 	if err != nil {
-		return 0, fmt.Errorf("lake sweep: %w", err)
+		return res, fmt.Errorf("lake sweep: %w", err)
 	}
-	// One listing, after the expiry has deleted what only expired
-	// snapshots referenced, serves the import, the temporary parts and
-	// the run folders.
+	res.Snapshots = kept.Snapshots
 	cutoff := l.opts.Now().Add(-olderThan)
+	if ts, ok := l.b.(tempSweeper); ok {
+		if res.Uploads, err = ts.SweepTemp(ctx, cutoff); err != nil {
+			return res, fmt.Errorf("lake sweep: partial uploads: %w", err)
+		}
+	}
+	// One listing, after the expiry, serves the import, the temporary
+	// parts, the run folders and the metadata files.
 	type run struct {
-		keys   []string
-		live   bool
-		newest time.Time
+		keys    []string
+		live    bool
+		expired bool
+		newest  time.Time
 	}
 	runs := map[string]*run{}
-	var tmp, pointers []string
+	var tmp, meta, pointers []string
 	err = l.each(ctx, func(o pipeline.ObjectInfo) {
 		rest := strings.TrimPrefix(o.Key, root)
 		if isPointer(o.Key) {
@@ -72,8 +154,13 @@ func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) 
 			}
 			return
 		}
-		// <dataset>/delivery_day=<day>/run=<id>/<file>; the tables'
-		// metadata (<dataset>/metadata/...) is the catalog's.
+		if slices.ContainsFunc(kept.Metadata, func(p string) bool { return strings.HasPrefix(o.Key, p) }) {
+			if isMetadataFile(o.Key) && !kept.Keys[o.Key] && o.Modified.Before(cutoff) {
+				meta = append(meta, o.Key)
+			}
+			return
+		}
+		// <dataset>/delivery_day=<day>/run=<id>/<file>
 		seg := strings.SplitN(rest, "/", 4)
 		if len(seg) != 4 || !strings.HasPrefix(seg[1], "delivery_day=") || !strings.HasPrefix(seg[2], "run=") {
 			return
@@ -93,43 +180,63 @@ func (l *Lake) Sweep(ctx context.Context, olderThan time.Duration) (int, error) 
 		}
 	})
 	if err != nil {
-		return 0, fmt.Errorf("lake sweep: list: %w", err)
+		return res, fmt.Errorf("lake sweep: list: %w", err)
 	}
 	_, imported, err := l.importPointers(ctx, cat, pointers)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	for _, k := range imported {
-		live[k] = true
+		kept.Keys[k] = true
 	}
 	for _, r := range runs {
-		r.live = slices.ContainsFunc(r.keys, func(k string) bool { return live[k] })
+		r.live = slices.ContainsFunc(r.keys, func(k string) bool { return kept.Keys[k] })
+		r.expired = slices.ContainsFunc(r.keys, func(k string) bool { return kept.Expired[k] })
 	}
 
-	removed := 0
-	for _, k := range tmp {
-		if err := l.b.Delete(ctx, k); err != nil {
-			return removed, fmt.Errorf("lake sweep: delete %s: %w", k, err)
+	del := func(keys []string, n *int) error {
+		for _, k := range keys {
+			if err := l.b.Delete(ctx, k); err != nil {
+				return fmt.Errorf("lake sweep: delete %s: %w", k, err)
+			}
+			*n++
 		}
-		removed++
+		return nil
+	}
+	if err := del(tmp, &res.Parts); err != nil {
+		return res, err
 	}
 	for _, rk := range slices.Sorted(maps.Keys(runs)) {
 		r := runs[rk]
 		if r.live || !r.newest.Before(cutoff) {
 			continue // referenced by a snapshot, or may still be written
 		}
-		for _, k := range r.keys {
-			if err := l.b.Delete(ctx, k); err != nil {
-				return removed, fmt.Errorf("lake sweep: delete %s: %w", k, err)
-			}
-			removed++
+		n, kind := &res.Unpublished, "unpublished"
+		if r.expired {
+			n, kind = &res.Expired, "expired"
 		}
-		slog.InfoContext(ctx, "lake sweep removed unpublished run", "run", rk, "objects", len(r.keys))
+		if err := del(r.keys, n); err != nil {
+			return res, err
+		}
+		slog.InfoContext(ctx, "lake sweep removed a run that no snapshot references", "run", rk, "kind", kind, "objects", len(r.keys))
 	}
-	if len(tmp) > 0 {
-		slog.InfoContext(ctx, "lake sweep removed temporary objects", "objects", len(tmp))
+	if err := del(meta, &res.Metadata); err != nil {
+		return res, err
 	}
-	return removed, nil
+	if p, ok := l.b.(emptyPruner); ok {
+		if res.Folders, err = p.PruneEmpty(ctx, root); err != nil {
+			return res, fmt.Errorf("lake sweep: empty folders: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// isMetadataFile tells whether key names a file that Iceberg writes into a
+// table's metadata folder: a metadata file (NNNNN-<uuid>.metadata.json), a
+// manifest list (snap-*.avro) or a manifest (*.avro). Anything else in the
+// folder is not the catalog's, and the sweep leaves it.
+func isMetadataFile(key string) bool {
+	return strings.HasSuffix(key, ".metadata.json") || strings.HasSuffix(key, ".avro")
 }
 
 // each calls fn for every object under the lake's root, in key order.

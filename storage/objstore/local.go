@@ -453,3 +453,90 @@ func (c ctxReader) Read(p []byte) (int, error) {
 	}
 	return c.r.Read(p)
 }
+
+// SweepTemp removes the staging files of Puts that were last written to
+// before the given time and returns how many it removed. A Put writes its
+// staging file as the body arrives, so a file that has not changed since
+// long before is the leftover of a process that died during its Put; a
+// live Put's file is as young as its last write. NewLocal does the same at
+// start-up with a fixed age of a day; SweepTemp lets the lake's sweep do it
+// while the process runs, with the sweep's age limit and clock.
+func (l *Local) SweepTemp(ctx context.Context, before time.Time) (int, error) {
+	entries, err := os.ReadDir(l.tmp)
+	if err != nil {
+		if missing(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("staging directory: %w", err)
+	}
+	n := 0
+	for _, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		info, err := e.Info()
+		if err != nil || !info.Mode().IsRegular() || !info.ModTime().Before(before) {
+			continue // gone meanwhile, not a staging file, or young
+		}
+		if err := os.Remove(filepath.Join(l.tmp, e.Name())); err != nil {
+			if missing(err) {
+				continue // the Put finished or failed meanwhile
+			}
+			return n, fmt.Errorf("remove staging file %s: %w", e.Name(), err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// PruneEmpty removes the empty directories below the directory that prefix
+// names (a key prefix ending in "/"; "" for the whole store), the directory
+// itself and the staging directory excepted, and returns how many it
+// removed. Delete prunes what it empties, but other clients of the same
+// files do not: iceberg-go's file IO deletes files without their folders.
+// A Put that races with the pruning recreates its parent (see rename).
+func (l *Local) PruneEmpty(ctx context.Context, prefix string) (int, error) {
+	top := l.dir
+	if prefix != "" {
+		if !strings.HasSuffix(prefix, "/") || checkKey(strings.TrimSuffix(prefix, "/")) != nil {
+			return 0, pipeline.Errorf(pipeline.Invalid, "prune %q: want a key prefix ending in /", prefix)
+		}
+		top = l.path(strings.TrimSuffix(prefix, "/"))
+	}
+	n := 0
+	// prune removes the empty directories below dir and reports whether
+	// dir is empty afterwards.
+	var prune func(dir string) (bool, error)
+	prune = func(dir string) (bool, error) {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			if missing(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("prune %q: %w", prefix, err)
+		}
+		empty := true
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			if !e.IsDir() || p == l.tmp {
+				empty = false
+				continue
+			}
+			sub, err := prune(p)
+			if err != nil {
+				return false, err
+			}
+			if sub && os.Remove(p) == nil {
+				n++
+			} else {
+				empty = false // written to meanwhile, or not empty
+			}
+		}
+		return empty, nil
+	}
+	_, err := prune(top)
+	return n, err
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -339,4 +340,35 @@ func (s *S3) Move(ctx context.Context, src, dst string) error {
 		return notFound(src) // deleted since Stat
 	}
 	return s.Delete(ctx, src)
+}
+
+// SweepTemp aborts the multipart uploads that were initiated before the
+// given time and never completed or aborted, and returns how many it
+// aborted. An upload that a process began and did not finish, because it
+// died, keeps its parts on the server, where they take up space without
+// being listed as objects; a Put in progress is as young as the Put. The
+// lake's sweep calls it with its age limit and clock.
+func (s *S3) SweepTemp(ctx context.Context, before time.Time) (int, error) {
+	// The listing's goroutine ends with the context, also when an error
+	// ends the loop early.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	core := minio.Core{Client: s.client}
+	n := 0
+	for u := range s.client.ListIncompleteUploads(ctx, s.bucket, "", true) {
+		if u.Err != nil {
+			return n, fmt.Errorf("list incomplete uploads: %w", u.Err)
+		}
+		if !u.Initiated.Before(before) {
+			continue
+		}
+		if err := core.AbortMultipartUpload(ctx, s.bucket, u.Key, u.UploadID); err != nil {
+			if minio.ToErrorResponse(err).Code == "NoSuchUpload" {
+				continue // completed or aborted meanwhile
+			}
+			return n, fmt.Errorf("abort the upload of %q: %w", u.Key, err)
+		}
+		n++
+	}
+	return n, nil
 }
