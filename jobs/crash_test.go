@@ -8,12 +8,15 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/schedbridge/schedbridge/jobs"
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/lake"
 	"github.com/schedbridge/schedbridge/storage/sqldb"
 )
 
@@ -287,3 +290,51 @@ func (e *env) trade(t *testing.T, v float64) {
 	}
 }
 
+// TestStageReadsSucceededInputOnly: a current snapshot whose run did not
+// succeed (an older version of the service published before a kill, and
+// the leader failed the run afterwards) is no input for the next stage,
+// which says to run the stage again.
+func TestStageReadsSucceededInputOnly(t *testing.T) {
+	eachCombo(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		e.seed(t, "p1", 10)
+		r := e.runner(func(c *jobs.Config) { c.Attempts = 1 })
+		if _, err := r.RunStage(ctx, pipeline.StageForecast, day, "test"); err != nil {
+			t.Fatal(err)
+		}
+		killed, err := e.db.CreateRun(ctx, pipeline.Run{Stage: pipeline.StageForecast, Day: day, Status: pipeline.RunRunning,
+			Trigger: "test", Attempt: 1, StartedAt: e.clock.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap, err := e.lake.Latest(ctx, pipeline.DatasetForecastMalo, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rows []arrow.RecordBatch
+		if err := e.lake.Read(ctx, snap, nil, func(rec arrow.RecordBatch) error { rec.Retain(); rows = append(rows, rec); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			for _, rec := range rows {
+				rec.Release()
+			}
+		}()
+		if _, err := lake.WriteAll(ctx, e.lake, pipeline.DatasetForecastMalo, day, killed.ID, pipeline.ForecastMaloSchema, rows...); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.FailStaleRuns(ctx, e.clock.Now().Add(time.Hour), time.Minute, "test: the process died"); err != nil {
+			t.Fatal(err)
+		}
+		run, err := r.RunStage(ctx, pipeline.StageAggregate, day, "test")
+		if pipeline.KindOf(err) != pipeline.NotFound || !strings.Contains(err.Error(), fmt.Sprintf("is of run %d, which is failed", killed.ID)) {
+			t.Fatalf("aggregate over a failed run's snapshot: %+v, %v", run, err)
+		}
+		if _, err := r.RunStage(ctx, pipeline.StageForecast, day, "test"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.RunStage(ctx, pipeline.StageAggregate, day, "test"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -7,9 +7,12 @@
 //
 // Stages talk to each other only through published results: the forecast
 // stage publishes forecast_malo to the lake, the aggregate stage reads the
-// latest complete forecast_malo snapshot of the day, and so on. A stage that
-// fails publishes nothing, so the previous complete run stays what readers
-// see, and a stage run twice on the same inputs produces the same outputs.
+// latest complete forecast_malo snapshot of the day, and so on. A stage run
+// has one commit point (Committer): its lake tables, its read model, its
+// schedule versions and its success commit in one database transaction. A
+// stage that fails publishes nothing, so the previous complete run stays
+// what readers and the next stage see, and a stage run twice on the same
+// inputs produces the same outputs.
 package jobs
 
 import (
@@ -593,5 +596,22 @@ func (r *Runner) latest(ctx context.Context, dataset string, day pipeline.Day, p
 	if pipeline.KindOf(err) == pipeline.NotFound {
 		return s, pipeline.Errorf(pipeline.NotFound, "no complete %s snapshot for %s: run the %s stage first", dataset, day, producer)
 	}
-	return s, err
+	if err != nil {
+		return s, err
+	}
+	// A run's snapshot becomes current only with its success, at its
+	// commit point. A snapshot that an older version of the service
+	// published before its run failed (it had two commit points) is no
+	// input: a stage reads committed runs only.
+	run, err := r.store.Run(ctx, s.RunID)
+	switch {
+	case pipeline.KindOf(err) == pipeline.NotFound:
+		return s, nil // a run of another database's history, imported with its files
+	case err != nil:
+		return s, err
+	case run.Status != pipeline.RunSucceeded:
+		return s, pipeline.Errorf(pipeline.NotFound, "the current %s snapshot for %s is of run %d, which is %s, not succeeded: run the %s stage again",
+			dataset, day, run.ID, run.Status, producer)
+	}
+	return s, nil
 }

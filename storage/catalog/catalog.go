@@ -229,13 +229,15 @@ func (c *Catalog) key(uri string) (string, bool) {
 }
 
 // tableProps are the properties of every table. Iceberg-go's own commit
-// retries stay off: Publish retries from a fresh load instead, so that the
-// check that no newer run is published is redone with each attempt. Old
-// metadata files are removed after commits, so that they do not pile up
-// with one per published run.
+// retries stay off: Commit stages again from a fresh load instead, so that
+// the check that no newer run is published is redone with each attempt. Old
+// metadata files are not deleted by iceberg-go after a commit (a staged
+// commit has not landed when iceberg-go sees it succeed); the lake's sweep
+// removes the metadata files that the metadata log no longer names. At most
+// 20 previous metadata files stay in the log.
 var tableProps = iceberg.Properties{
 	table.CommitNumRetriesKey:                 "0",
-	table.MetadataDeleteAfterCommitEnabledKey: "true",
+	table.MetadataDeleteAfterCommitEnabledKey: "false",
 	table.MetadataPreviousVersionsMaxKey:      "20",
 }
 

@@ -7,9 +7,11 @@
 // them as Apache Iceberg tables), which is the one source of truth for which
 // run of a day is current. A run's parts are streamed into temporary keys
 // under lake/_tmp/ while the run produces its record batches, moved to their
-// final keys on Commit, and only then published by the catalog's commit,
-// which replaces the day's files in the dataset's table. A process that dies
-// anywhere before that commit leaves the previous run current, and readers
+// final keys by Writer.Stage, and only then published by the catalog's
+// commit, which replaces the day's files in the dataset's table: in a commit
+// of its own (Writer.Commit), or at the run's one commit point together with
+// its other results (storage/commit). A process that dies anywhere before
+// that commit leaves the previous run current, and readers
 // only ever follow the catalog, never a listing. Sweep expires the catalog's
 // old snapshots and removes the files that no remaining snapshot references.
 //
