@@ -204,6 +204,11 @@ func TestRunHeartbeatStalled(t *testing.T) {
 	if got := getRun(t, e.db, run.ID); got.Status != pipeline.RunFailed || got.Error != staleDead {
 		t.Errorf("run after the stalled process finished = %+v", got)
 	}
+	// The run that the leader failed has published nothing: its commit
+	// rolled back with the refused success.
+	if snap, err := e.lake.Latest(ctx, pipeline.DatasetForecastMalo, day); pipeline.KindOf(err) != pipeline.NotFound {
+		t.Errorf("the failed run's snapshot: %+v, %v", snap, err)
+	}
 	waitFor(t, func() bool { return beats.active() == 0 })
 }
 

@@ -359,8 +359,14 @@ func (r *Runner) DeliverSchedules(ctx context.Context) (int, error) {
 				continue // another process delivered it meanwhile
 			}
 			n++
-			data, _ := json.Marshal(map[string]any{"portfolio": m.PortfolioID, "control_area": m.ControlArea, "file_name": m.FileName,
-				"object_key": m.ObjectKey, "version": m.Version, "message_id": m.MessageID, "run_id": m.RunID})
+			ev := map[string]any{"portfolio": m.PortfolioID, "control_area": m.ControlArea, "file_name": m.FileName,
+				"object_key": m.ObjectKey, "version": m.Version, "message_id": m.MessageID, "run_id": m.RunID}
+			// The document is the one source of what was sent, so the
+			// event's series count is read from it.
+			if doc, err := fahrplan.ParseSchedule(m.Document); err == nil {
+				ev["series"] = len(doc.Series)
+			}
+			data, _ := json.Marshal(ev)
 			day := m.Day
 			if err := r.store.RecordEvent(ctx, pipeline.Event{At: r.cfg.Now(), Kind: "schedule.sent", PortfolioID: m.PortfolioID,
 				Subject: m.FileName, DeliveryDay: &day, Data: data}); err != nil {
