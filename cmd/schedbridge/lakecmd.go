@@ -11,7 +11,6 @@ import (
 
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/catalog"
-	"github.com/schedbridge/schedbridge/storage/lake"
 )
 
 // cmdLakeFiles is `schedbridge lake files DATASET --day D [--sql]`: the data
@@ -32,17 +31,12 @@ func cmdLakeFiles(a *app, fs *flag.FlagSet) action {
 		if err != nil {
 			return err
 		}
-		db, bucket, err := a.openStores(ctx)
+		lk, cat, closeLake, err := a.openLake(ctx)
 		if err != nil {
 			return err
 		}
-		defer db.Close()
-		cat, err := a.openCatalog(ctx, db, bucket)
-		if err != nil {
-			return err
-		}
-		defer cat.Close()
-		s, err := lake.New(bucket, lake.Options{Catalog: cat}).Latest(ctx, pos[0], day)
+		defer closeLake()
+		s, err := lk.Latest(ctx, pos[0], day)
 		if err != nil {
 			return err
 		}
@@ -135,18 +129,11 @@ func cmdLakeSweep(a *app, fs *flag.FlagSet) action {
 			a.warn(fmt.Sprintf("--older-than %s is under an hour: the parts, uploads and metadata files of runs "+
 				"still being written may be removed; stop the service first", age))
 		}
-		db, bucket, err := a.openStores(ctx)
+		lk, _, closeLake, err := a.openLake(ctx)
 		if err != nil {
 			return err
 		}
-		defer db.Close()
-		cat, err := a.openCatalog(ctx, db, bucket)
-		if err != nil {
-			return err
-		}
-		defer cat.Close()
-		lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
-			SpoolDir: filepath.Join(a.cfg.DataDir, "tmp"), Catalog: cat})
+		defer closeLake()
 		s, err := lk.Sweep(ctx, age)
 		if err != nil {
 			return err

@@ -170,8 +170,7 @@ func (a *app) newRunner(ctx context.Context, db *sqldb.DB, bucket objstore.Bucke
 	if err != nil {
 		return nil, nil, err
 	}
-	lk := lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
-		SpoolDir: filepath.Join(a.cfg.DataDir, "tmp"), Catalog: cat})
+	lk := a.newLake(bucket, cat)
 	cfg.Commit = commit.New(db, cat, a.now)
 	r := jobs.New(db, lk, bucket, cfg)
 	if reg != nil {
@@ -180,6 +179,26 @@ func (a *app) newRunner(ctx context.Context, db *sqldb.DB, bucket objstore.Bucke
 		}
 	}
 	return r, lk, nil
+}
+
+// newLake is the lake on the bucket, publishing through cat.
+func (a *app) newLake(bucket objstore.Bucket, cat *catalog.Catalog) *lake.Lake {
+	return lake.New(bucket, lake.Options{Compression: a.cfg.Pipeline.Compression, Now: a.now,
+		SpoolDir: filepath.Join(a.cfg.DataDir, "tmp"), Catalog: cat})
+}
+
+// openLake opens the database, the bucket and the catalog of a command that
+// works on the lake alone; closeLake releases them.
+func (a *app) openLake(ctx context.Context) (lk *lake.Lake, cat *catalog.Catalog, closeLake func(), err error) {
+	db, bucket, err := a.openStores(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if cat, err = a.openCatalog(ctx, db, bucket); err != nil {
+		db.Close()
+		return nil, nil, nil, err
+	}
+	return a.newLake(bucket, cat), cat, func() { cat.Close(); db.Close() }, nil
 }
 
 // openCatalog opens the lake's Iceberg catalog in the service's database,

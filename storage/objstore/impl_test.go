@@ -148,11 +148,14 @@ func TestLocalConcurrentPutDelete(t *testing.T) {
 	wg.Wait()
 }
 
+// s3Servers are the S3 servers that the S3 store's own tests run against.
+var s3Servers = []struct {
+	name string
+	cfg  func(testing.TB) objstore.S3Config
+}{{"minio", objtest.MinIO}, {"versitygw", objtest.Versity}}
+
 func TestS3Specifics(t *testing.T) {
-	for _, srv := range []struct {
-		name string
-		cfg  func(testing.TB) objstore.S3Config
-	}{{"minio", objtest.MinIO}, {"versitygw", objtest.Versity}} {
+	for _, srv := range s3Servers {
 		t.Run(srv.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			cfg := srv.cfg(t)
@@ -358,10 +361,7 @@ func TestLocalPruneEmpty(t *testing.T) {
 // never finished is aborted once it was initiated before the limit; before
 // that it stays, and stored objects always do.
 func TestS3SweepTemp(t *testing.T) {
-	for _, srv := range []struct {
-		name string
-		cfg  func(testing.TB) objstore.S3Config
-	}{{"minio", objtest.MinIO}, {"versitygw", objtest.Versity}} {
+	for _, srv := range s3Servers {
 		t.Run(srv.name, func(t *testing.T) {
 			ctx := ctxT(t)
 			cfg := srv.cfg(t)
