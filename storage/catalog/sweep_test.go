@@ -17,6 +17,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/schedbridge/schedbridge/pipeline"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 	"github.com/schedbridge/schedbridge/storage/sqldb/sqltest"
 )
@@ -131,7 +132,7 @@ func TestSweepAfterCrash(t *testing.T) {
 				meta + "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9-m0.avro":                key(mans[0].FilePath()),
 			}
 			for dst, src := range orphans {
-				copyKey(t, e.bucket, src, dst)
+				laketest.CopyObject(t, e.bucket, src, dst)
 			}
 
 			// Everything so far was written two hours before the lake's
@@ -162,7 +163,7 @@ func TestSweepAfterCrash(t *testing.T) {
 				}
 			}
 			committing := meta + "00100-1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d.metadata.json"
-			copyKey(t, e.bucket, key(tbl.MetadataLocation()), committing)
+			laketest.CopyObject(t, e.bucket, key(tbl.MetadataLocation()), committing)
 
 			if _, err := e.lake.Sweep(ctx, time.Hour); err != nil {
 				t.Fatal(err)
@@ -258,19 +259,6 @@ func mustFS(t *testing.T, tbl *table.Table) iceio.IO {
 		t.Fatal(err)
 	}
 	return fs
-}
-
-func copyKey(t *testing.T, b objstore.Bucket, src, dst string) {
-	t.Helper()
-	ctx := context.Background()
-	rc, err := b.Get(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	if err := b.Put(ctx, dst, rc, -1); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func globAll(t *testing.T, pattern string) []string {

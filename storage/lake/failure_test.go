@@ -20,6 +20,7 @@ import (
 	"github.com/schedbridge/schedbridge/pipeline"
 	"github.com/schedbridge/schedbridge/storage/catalog/catalogtest"
 	"github.com/schedbridge/schedbridge/storage/lake"
+	"github.com/schedbridge/schedbridge/storage/lake/laketest"
 	"github.com/schedbridge/schedbridge/storage/objstore"
 )
 
@@ -371,7 +372,7 @@ func testSweep(t *testing.T, b objstore.Bucket) {
 	metaDir := "lake/forecast_malo/metadata/"
 	cur, _ := strings.CutPrefix(tbl.MetadataLocation(), catalogFor(t, b).URI(""))
 	orphan := metaDir + "00099-2b0e4c1c-7d0a-4a8e-9e53-3f1b1c1f0a99.metadata.json"
-	copyObject(t, b, cur, orphan)
+	laketest.CopyObject(t, b, cur, orphan)
 	if err := b.Put(ctx, metaDir+"notes.txt", strings.NewReader("x"), 1); err != nil {
 		t.Fatal(err)
 	}

@@ -10,29 +10,12 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go/table"
-
-	"github.com/schedbridge/schedbridge/storage/lake"
 )
 
 // tables is the part of the catalog that the sweep's tests read.
 type tables interface {
 	LoadTable(ctx context.Context, dataset string) (*table.Table, error)
 	URI(key string) string
-}
-
-// copyObject copies the object at src to dst, as a crashed commit leaves a
-// file like one the table references.
-func copyObject(t *testing.T, b lake.Bucket, src, dst string) {
-	t.Helper()
-	ctx := ctxT(t)
-	rc, err := b.Get(ctx, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	if err := b.Put(ctx, dst, rc, -1); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // metaKeys returns the keys of the manifest lists and manifests of the
