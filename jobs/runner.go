@@ -188,8 +188,9 @@ type Runner struct {
 	running sync.WaitGroup
 
 	// live are the runs this runner has recorded and not yet finished,
-	// whose heartbeat it refreshes (false once their commit has begun); beatStop ends the goroutine that does,
-	// nil while none runs. Both are guarded by liveMu.
+	// whose heartbeat it refreshes (false once their commit has recorded
+	// their success); beatStop ends the goroutine that does, nil while none
+	// runs. Both are guarded by liveMu.
 	liveMu   sync.Mutex
 	live     map[int64]bool
 	beatStop chan struct{}
@@ -446,17 +447,16 @@ func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run,
 	if res.outputs != nil {
 		out, _ = json.Marshal(res.outputs)
 	}
-	committed := false
+	var finished time.Time // set when the commit recorded the run's success
 	if err == nil {
-		err = r.commit(ctx, run, res, out)
-		committed = err == nil
+		finished, err = r.commit(ctx, run, res, out)
 	}
 	if err != nil {
 		err = fmt.Errorf("stage %s %s: %w", st, day, err)
 	}
 	var ferr error
-	if committed {
-		run = r.committed(ctx, run, out)
+	if !finished.IsZero() {
+		run = r.committed(ctx, run, out, finished)
 		if res.after != nil {
 			res.after(ctx)
 		}
@@ -475,9 +475,10 @@ func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run,
 
 // commit makes the stage run's results current at the one commit point: its
 // lake tables, what res.apply writes, and its success, in one transaction.
-func (r *Runner) commit(ctx context.Context, run pipeline.Run, res stageResult, out json.RawMessage) error {
+// It returns the time recorded as the run's end.
+func (r *Runner) commit(ctx context.Context, run pipeline.Run, res stageResult, out json.RawMessage) (time.Time, error) {
 	if r.cfg.Commit == nil {
-		return errors.New("no commit point configured (jobs.Config.Commit)")
+		return time.Time{}, errors.New("no commit point configured (jobs.Config.Commit)")
 	}
 	r.fault(FaultFiles)
 	now := r.cfg.Now()
@@ -503,17 +504,16 @@ func (r *Runner) commit(ctx context.Context, run pipeline.Run, res stageResult, 
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return time.Time{}, fmt.Errorf("commit: %w", err)
 	}
 	r.fault(FaultCommitted)
-	return nil
+	return now, nil
 }
 
-// committed completes a run whose commit recorded its success.
-func (r *Runner) committed(ctx context.Context, run pipeline.Run, out json.RawMessage) pipeline.Run {
+// committed completes a run whose commit recorded its success at finished.
+func (r *Runner) committed(ctx context.Context, run pipeline.Run, out json.RawMessage, finished time.Time) pipeline.Run {
 	r.untrack(run.ID)
-	now := r.cfg.Now()
-	run.FinishedAt, run.Outputs, run.Status = &now, out, pipeline.RunSucceeded
+	run.FinishedAt, run.Outputs, run.Status = &finished, out, pipeline.RunSucceeded
 	r.observe(run)
 	r.event(context.WithoutCancel(ctx), "run.succeeded", run, nil)
 	return run

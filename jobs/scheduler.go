@@ -298,11 +298,11 @@ func (s *Scheduler) lead(ctx context.Context, since time.Time) error {
 }
 
 // failStale fails the running runs whose heartbeat is older than
-// StaleAfter: their process ended or hung; then it delivers the committed
-// schedule versions still missing from the outbox. Runs that a process is alive to
+// StaleAfter: their process ended or hung. Runs that a process is alive to
 // execute, on the command line or on another replica, keep their
-// heartbeats fresh and are left alone. A failed check is logged and made
-// again on the next tick.
+// heartbeats fresh and are left alone. Then it delivers the committed
+// schedule versions still missing from the outbox. A failed check is logged
+// and made again on the next tick.
 func (s *Scheduler) failStale(ctx context.Context) {
 	ids, err := s.runner.store.FailStaleRuns(ctx, s.cfg.Now(), s.cfg.StaleAfter,
 		fmt.Sprintf("the process running it stopped: no heartbeat for more than %s", s.cfg.StaleAfter))

@@ -109,6 +109,32 @@ func (e *env) publish(t *testing.T, day pipeline.Day, run int64, base map[string
 	return lake.WriteAll(context.Background(), e.lake, pipeline.DatasetPositionControlArea, day, run, pipeline.PositionSchema, rec)
 }
 
+// threeRuns is what publishRuns publishes: per control area the base of
+// positionRecord's values, of run 1 and 3 for day and of run 2 for next.
+var threeRuns = struct {
+	day, next        pipeline.Day
+	run1, run2, run3 map[string]float64
+}{pipeline.NewDay(2026, time.November, 24), pipeline.NewDay(2026, time.October, 25),
+	map[string]float64{"TenneT": 10, "Amprion": 20},
+	map[string]float64{"TenneT": 11.5, "Amprion": 2, "50Hertz": 7},
+	map[string]float64{"TransnetBW": 3}}
+
+// publishRuns publishes run 1 (threeRuns.run1) and then run 3 (run2) of
+// threeRuns.day, and run 2 (run3) of threeRuns.next.
+func (e *env) publishRuns(t *testing.T) {
+	t.Helper()
+	r := threeRuns
+	for _, p := range []struct {
+		day  pipeline.Day
+		run  int64
+		base map[string]float64
+	}{{r.day, 1, r.run1}, {r.next, 2, r.run3}, {r.day, 3, r.run2}} {
+		if _, err := e.publish(t, p.day, p.run, p.base); err != nil {
+			t.Fatalf("publish run %d: %v", p.run, err)
+		}
+	}
+}
+
 // scanRows reads the day through iceberg-go's own scan (of the current
 // snapshot, or of snapshot id when it is not 0) and checks that it gives
 // exactly the rows positionRecord wrote for base: every control area's
@@ -198,10 +224,7 @@ func checkTotals(t *testing.T, what string, got map[string]float64, day pipeline
 // leaves the previous run current, and the sweep expires old snapshots and
 // removes only what no remaining snapshot references.
 func TestPublishReplacesTheDay(t *testing.T) {
-	day, next := pipeline.NewDay(2026, time.November, 24), pipeline.NewDay(2026, time.October, 25)
-	run1 := map[string]float64{"TenneT": 10, "Amprion": 20}
-	run2 := map[string]float64{"TenneT": 11.5, "Amprion": 2, "50Hertz": 7}
-	run3 := map[string]float64{"TransnetBW": 3}
+	day, next, run1, run2, run3 := threeRuns.day, threeRuns.next, threeRuns.run1, threeRuns.run2, threeRuns.run3
 	for _, d := range sqltest.Backends {
 		for _, minio := range []bool{false, true} {
 			name := string(d) + "/local"
@@ -215,15 +238,7 @@ func TestPublishReplacesTheDay(t *testing.T) {
 				if _, err := e.lake.Latest(ctx, pipeline.DatasetPositionControlArea, day); pipeline.KindOf(err) != pipeline.NotFound {
 					t.Fatalf("Latest before any run: %v, want NotFound", err)
 				}
-				for _, p := range []struct {
-					day  pipeline.Day
-					run  int64
-					base map[string]float64
-				}{{day, 1, run1}, {next, 2, run3}, {day, 3, run2}} {
-					if _, err := e.publish(t, p.day, p.run, p.base); err != nil {
-						t.Fatalf("publish run %d: %v", p.run, err)
-					}
-				}
+				e.publishRuns(t)
 
 				s, err := e.lake.Latest(ctx, pipeline.DatasetPositionControlArea, day)
 				if err != nil || s.RunID != 3 || s.Rows != int64(3*day.Intervals()) || len(s.Files) != 1 ||

@@ -62,6 +62,14 @@ type swap struct {
 // when a table's day already holds the run or a later one, and refuses two
 // publications of one table (a run's jobs publish one table together).
 func (c *Catalog) Stage(ctx context.Context, pubs ...lake.Publication) (*Staged, error) {
+	return c.stageAll(ctx, pubs, map[string][]iceberg.DataFile{})
+}
+
+// stageAll stages the publications. files holds each dataset's data files,
+// read from the footers of its run's files by the first attempt that gets
+// that far, for the attempts after it: a table's schema and partition spec
+// do not change between attempts.
+func (c *Catalog) stageAll(ctx context.Context, pubs []lake.Publication, files map[string][]iceberg.DataFile) (*Staged, error) {
 	s := &Staged{}
 	seen := map[string]bool{}
 	for _, p := range pubs {
@@ -69,7 +77,7 @@ func (c *Catalog) Stage(ctx context.Context, pubs ...lake.Publication) (*Staged,
 			return nil, pipeline.Errorf(pipeline.Invalid, "catalog: two publications of %s in one commit", p.Dataset)
 		}
 		seen[p.Dataset] = true
-		sw, err := c.stage(ctx, p)
+		sw, err := c.stage(ctx, p, files)
 		if err != nil {
 			if pipeline.KindOf(err) == pipeline.Conflict {
 				return nil, err
@@ -79,15 +87,6 @@ func (c *Catalog) Stage(ctx context.Context, pubs ...lake.Publication) (*Staged,
 		s.swaps = append(s.swaps, sw)
 	}
 	return s, nil
-}
-
-// Tables names the tables that the staged commit changes.
-func (s *Staged) Tables() []string {
-	out := make([]string, len(s.swaps))
-	for i, sw := range s.swaps {
-		out[i] = sw.table
-	}
-	return out
 }
 
 // Apply makes the staged commit current within tx: the commit lands with
@@ -122,8 +121,9 @@ const maxCommitAttempts = 10
 // which also redoes the check that no newer run is published.
 func (c *Catalog) Commit(ctx context.Context, pubs []lake.Publication,
 	inTx func(ctx context.Context, apply func(ctx context.Context, tx bun.IDB) error) error) error {
+	files := map[string][]iceberg.DataFile{}
 	for attempt := 1; ; attempt++ {
-		st, err := c.Stage(ctx, pubs...)
+		st, err := c.stageAll(ctx, pubs, files)
 		if err != nil {
 			return err
 		}
@@ -161,7 +161,7 @@ func (c *Catalog) Prepare(ctx context.Context, dataset string, schema *arrow.Sch
 }
 
 // stage prepares one publication's commit.
-func (c *Catalog) stage(ctx context.Context, p lake.Publication) (swap, error) {
+func (c *Catalog) stage(ctx context.Context, p lake.Publication, files map[string][]iceberg.DataFile) (swap, error) {
 	tbl, err := c.load(ctx, p.Dataset, p.Schema)
 	if err != nil {
 		return swap{}, err
@@ -177,9 +177,12 @@ func (c *Catalog) stage(ctx context.Context, p lake.Publication) (swap, error) {
 				p.Dataset, p.Day, id, p.RunID)
 		}
 	}
-	add, err := c.dataFiles(ctx, tbl, p.Day, p.Files)
-	if err != nil {
-		return swap{}, err
+	add, ok := files[p.Dataset]
+	if !ok {
+		if add, err = c.dataFiles(ctx, tbl, p.Day, p.Files); err != nil {
+			return swap{}, err
+		}
+		files[p.Dataset] = add
 	}
 	props := iceberg.Properties{
 		PropRunID: strconv.FormatInt(p.RunID, 10),

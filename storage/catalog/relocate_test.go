@@ -55,24 +55,13 @@ func treeSums(t *testing.T, dir string) map[string][32]byte {
 // neither read from nor changed, not even by the copy's expiry, which
 // deletes files.
 func TestRelocate(t *testing.T) {
-	day, next := pipeline.NewDay(2026, time.November, 24), pipeline.NewDay(2026, time.October, 25)
-	run1 := map[string]float64{"TenneT": 10, "Amprion": 20}
-	run2 := map[string]float64{"TenneT": 11.5, "Amprion": 2, "50Hertz": 7}
-	run3 := map[string]float64{"TransnetBW": 3}
+	day, next, run1, run2, run3 := threeRuns.day, threeRuns.next, threeRuns.run1, threeRuns.run2, threeRuns.run3
 	for _, d := range sqltest.Backends {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			e, _ := newEnv(t, d, false)
-			for _, p := range []struct {
-				day  pipeline.Day
-				run  int64
-				base map[string]float64
-			}{{day, 1, run1}, {next, 2, run3}, {day, 3, run2}} {
-				if _, err := e.publish(t, p.day, p.run, p.base); err != nil {
-					t.Fatalf("publish run %d: %v", p.run, err)
-				}
-			}
+			e.publishRuns(t)
 
 			dir := filepath.Join(t.TempDir(), "restored", "bucket")
 			if err := os.CopyFS(dir, os.DirFS(e.localDir)); err != nil {

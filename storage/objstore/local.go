@@ -48,13 +48,9 @@ func NewLocal(dir string) (*Local, error) {
 	if err := os.MkdirAll(l.tmp, 0o750); err != nil {
 		return nil, fmt.Errorf("object store directory: %w", err)
 	}
-	if entries, err := os.ReadDir(l.tmp); err == nil {
-		for _, e := range entries {
-			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTmpAge {
-				_ = os.Remove(filepath.Join(l.tmp, e.Name()))
-			}
-		}
-	}
+	// A staging file that cannot be removed now is tried again by the
+	// lake's sweep; it does not keep the store from opening.
+	_, _ = l.SweepTemp(context.Background(), time.Now().Add(-staleTmpAge))
 	return l, nil
 }
 
@@ -458,9 +454,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // before the given time and returns how many it removed. A Put writes its
 // staging file as the body arrives, so a file that has not changed since
 // long before is the leftover of a process that died during its Put; a
-// live Put's file is as young as its last write. NewLocal does the same at
-// start-up with a fixed age of a day; SweepTemp lets the lake's sweep do it
-// while the process runs, with the sweep's age limit and clock.
+// live Put's file is as young as its last write. NewLocal calls it at
+// start-up with an age of a day; the lake's sweep calls it while the
+// process runs, with the sweep's age limit and clock.
 func (l *Local) SweepTemp(ctx context.Context, before time.Time) (int, error) {
 	entries, err := os.ReadDir(l.tmp)
 	if err != nil {

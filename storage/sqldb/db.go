@@ -304,7 +304,7 @@ func (db *DB) lockMigrations(ctx context.Context) (func(), error) {
 // InTx, fn runs in InTx's transaction, which commits or rolls back as a
 // whole.
 func (db *DB) inTx(ctx context.Context, fn func(tx bun.Tx) error) error {
-	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+	if tx, ok := txOf(ctx); ok {
 		return fn(tx)
 	}
 	return busyAsUnavailable(db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(tx) }))
@@ -312,6 +312,12 @@ func (db *DB) inTx(ctx context.Context, fn func(tx bun.Tx) error) error {
 
 // txKey is the context key of InTx's transaction.
 type txKey struct{}
+
+// txOf is InTx's transaction that ctx carries.
+func txOf(ctx context.Context) (bun.Tx, bool) {
+	tx, ok := ctx.Value(txKey{}).(bun.Tx)
+	return tx, ok
+}
 
 // InTx runs fn in one database transaction, which commits when fn returns
 // nil and rolls back otherwise. The store's methods that fn calls with the
@@ -322,7 +328,7 @@ type txKey struct{}
 // commit at one point. Within fn, nothing may write to the database outside
 // the transaction: on SQLite such a write waits for the transaction's lock.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) error {
-	if _, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+	if _, ok := txOf(ctx); ok {
 		return fn(ctx)
 	}
 	return busyAsUnavailable(db.bun.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -332,7 +338,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context) error) erro
 
 // Tx returns the transaction of InTx that ctx carries, or nil outside one.
 func Tx(ctx context.Context) bun.IDB {
-	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+	if tx, ok := txOf(ctx); ok {
 		return tx
 	}
 	return nil
@@ -341,7 +347,7 @@ func Tx(ctx context.Context) bun.IDB {
 // conn is the connection that a statement under ctx runs on: InTx's
 // transaction within one, the pool otherwise.
 func (db *DB) conn(ctx context.Context) bun.IDB {
-	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+	if tx, ok := txOf(ctx); ok {
 		return tx
 	}
 	return db.bun
