@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin
 export CGO_ENABLED ?= 0
 
-.PHONY: all build image run demo test test-race test-deps tidy-check bench bench-go bench-inbox bench-chain bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
+.PHONY: all build image run demo test test-race test-deps tidy-check bench bench-go bench-inbox bench-chain bench-compare bench-mako bench-console loadtest vet fmt clean screenshots docs-bundle
 
 all: build
 
@@ -81,6 +81,17 @@ bench-chain: test-deps
 # The market communication at scale: 900 DSOs, 200,000 EDIFACT files and
 # 20,000 mails on SQLite and on PostgreSQL; the overview and the 90-day
 # reply reconciliation as an operator calls them.
+# The chain benchmark of a base commit against the work tree, alternately,
+# with each metric's median and ratio: `make bench-compare BASE=13683c2`.
+# Every change to storage/lake, storage/catalog, pipeline/forecast,
+# pipeline/position or jobs reports these ratios (docs/benchmarks.md).
+BASE ?=
+RUNS ?= 3
+LOCATIONS ?= 200000
+bench-compare: test-deps
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit> [RUNS=3] [LOCATIONS=200000]" >&2; exit 2; }
+	RUNS=$(RUNS) SCHEDBRIDGE_BENCH_LOCATIONS=$(LOCATIONS) ./deploy/dev/bench-compare.sh $(BASE)
+
 bench-mako: test-deps
 	$(GO) test -run '^$$' -bench BenchmarkMakoViews -benchtime 10x -timeout 30m -v ./jobs/
 

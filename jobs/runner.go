@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"time"
@@ -438,18 +439,30 @@ func (r *Runner) execStage(ctx context.Context, run pipeline.Run) (pipeline.Run,
 	r.event(ctx, "run.started", run, nil)
 	r.log.InfoContext(ctx, "stage started", "stage", st, "day", day.String(), "run", run.ID, "attempt", run.Attempt)
 	started := time.Now()
-	ps, err := r.store.Portfolios(ctx)
-	var res stageResult
-	if err == nil {
-		res, err = fn(ctx, run, ps)
-	}
-	var out json.RawMessage
+	// The labels let a CPU profile of the service (/debug/pprof) or of a
+	// benchmark be split by stage and by its commit:
+	// `go tool pprof -tagfocus stage=forecast,phase=commit`. Goroutines the
+	// stage starts inherit them.
+	var (
+		ps       []pipeline.Portfolio
+		res      stageResult
+		out      json.RawMessage
+		finished time.Time // set when the commit recorded the run's success
+		err      error
+	)
+	pprof.Do(ctx, pprof.Labels("stage", string(st), "phase", "work"), func(ctx context.Context) {
+		ps, err = r.store.Portfolios(ctx)
+		if err == nil {
+			res, err = fn(ctx, run, ps)
+		}
+	})
 	if res.outputs != nil {
 		out, _ = json.Marshal(res.outputs)
 	}
-	var finished time.Time // set when the commit recorded the run's success
 	if err == nil {
-		finished, err = r.commit(ctx, run, res, out)
+		pprof.Do(ctx, pprof.Labels("stage", string(st), "phase", "commit"), func(ctx context.Context) {
+			finished, err = r.commit(ctx, run, res, out)
+		})
 	}
 	if err != nil {
 		err = fmt.Errorf("stage %s %s: %w", st, day, err)
