@@ -339,7 +339,7 @@ func (r *Runner) stageParts(ctx context.Context, run pipeline.Run, w *lake.Write
 	}
 	parts := make([]pipeline.RunPart, len(pub.Files))
 	for i, f := range pub.Files {
-		parts[i] = pipeline.RunPart{Dataset: pub.Dataset, Key: f.Key, Rows: f.Rows, Bytes: f.Bytes}
+		parts[i] = pipeline.RunPart{Dataset: pub.Dataset, Key: f.Key, Rows: f.Rows, Bytes: f.Bytes, Footer: f.Footer}
 	}
 	if err := r.store.RecordRunParts(ctx, run.ID, "", parts, r.cfg.Now()); err != nil {
 		return lake.Snapshot{}, err

@@ -404,7 +404,7 @@ func (s *BulkStage) Commit(ctx context.Context, fileID int64, owner, dest string
 		return s.res, fmt.Errorf("commit bulk %s: %w", s.table.name, err)
 	}
 	committed = true
-	go releaseConn(s.db, s.conn, true)
+	s.db.checkpoints.Go(func() { releaseConn(s.db, s.conn, true) })
 	*a = entry
 	return s.res, nil
 }
