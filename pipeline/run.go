@@ -226,6 +226,9 @@ type RunPart struct {
 	Key   string `json:"key"`
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"`
+	// Footer is the part's Parquet footer as its writer wrote it, for the
+	// commit to register the part without reading it back; nil if unknown.
+	Footer []byte `json:"-"`
 }
 
 // PositionRow is one quarter-hour of a portfolio's position in a control

@@ -342,15 +342,23 @@ func runOf(key string) (int64, bool) {
 	return n, err == nil
 }
 
-// dataFiles reads the footers of the run's files, in parallel, for their
-// row counts and column statistics. The partition value is the day's: a
+// dataFiles registers the run's files from their footers, for their row
+// counts and column statistics: from the footers the writer kept where it
+// did (footerIO), else read from the bucket, in parallel. The partition
+// value is the day's: a
 // file's statistics give it too, except for the empty file of a run
 // without rows, which has none; a file whose statistics name another day is
 // refused.
 func (c *Catalog) dataFiles(ctx context.Context, tbl *table.Table, day pipeline.Day, files []lake.FileInfo) ([]iceberg.DataFile, error) {
-	fs, err := tbl.FS(ctx)
+	bucketIO, err := tbl.FS(ctx)
 	if err != nil {
 		return nil, err
+	}
+	kept := footerIO{files: map[string]lake.FileInfo{}}
+	for _, f := range files {
+		if len(f.Footer) > 0 {
+			kept.files[c.URI(f.Key)] = f
+		}
 	}
 	spec := tbl.Spec()
 	want := iceberg.Date(day.Date32())
@@ -359,7 +367,11 @@ func (c *Catalog) dataFiles(ctx context.Context, tbl *table.Table, day pipeline.
 	g.SetLimit(4)
 	for i, f := range files {
 		g.Go(func() error {
-			df, err := table.FileToDataFile(gctx, fs, c.URI(f.Key), tbl.Schema(), spec, 0, tbl.Properties())
+			var fio iceio.IO = bucketIO
+			if len(f.Footer) > 0 {
+				fio = kept
+			}
+			df, err := table.FileToDataFile(gctx, fio, c.URI(f.Key), tbl.Schema(), spec, 0, tbl.Properties())
 			if err != nil {
 				return fmt.Errorf("register %s: %w", f.Key, err)
 			}

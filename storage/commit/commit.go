@@ -71,7 +71,7 @@ func (p *Point) CommitRun(ctx context.Context, runID int64, day pipeline.Day, ap
 			pubs = append(pubs, lake.Publication{Dataset: part.Dataset, Day: day, RunID: runID, WrittenAt: written})
 		}
 		last := &pubs[len(pubs)-1]
-		last.Files = append(last.Files, lake.FileInfo{Key: part.Key, Rows: part.Rows, Bytes: part.Bytes})
+		last.Files = append(last.Files, lake.FileInfo{Key: part.Key, Rows: part.Rows, Bytes: part.Bytes, Footer: part.Footer})
 	}
 	return p.cat.Commit(ctx, pubs, func(ctx context.Context, publish func(context.Context, bun.IDB) error) error {
 		return p.db.InTx(ctx, func(ctx context.Context) error {

@@ -114,8 +114,11 @@ type Publication struct {
 
 // Snapshot is the publication as the snapshot it becomes once committed.
 func (p Publication) Snapshot() Snapshot {
-	s := Snapshot{Dataset: p.Dataset, Day: p.Day, RunID: p.RunID, Files: p.Files, WrittenAt: p.WrittenAt}
-	for _, f := range p.Files {
+	// The footers were the commit's; a snapshot lists its files as the
+	// catalog does.
+	s := Snapshot{Dataset: p.Dataset, Day: p.Day, RunID: p.RunID, Files: make([]FileInfo, len(p.Files)), WrittenAt: p.WrittenAt}
+	for i, f := range p.Files {
+		s.Files[i] = FileInfo{Key: f.Key, Rows: f.Rows, Bytes: f.Bytes}
 		s.Rows += f.Rows
 	}
 	return s
@@ -162,6 +165,12 @@ type FileInfo struct {
 	Key   string `json:"key"`
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"`
+	// Footer is the Parquet footer at the file's end (the file metadata,
+	// its length and "PAR1") as the Writer wrote it, so that the catalog
+	// registers a new file from its row counts and column statistics
+	// without reading them back from the bucket; nil where unknown (the
+	// catalog then reads the footer). It is not part of the JSON form.
+	Footer []byte `json:"-"`
 }
 
 // Snapshot is one complete, published run of a dataset for a delivery day.

@@ -103,6 +103,7 @@ func TestLake(t *testing.T) {
 	}{
 		{"RoundTrip", testRoundTrip},
 		{"RowGroupsAndParts", testRowGroups},
+		{"KeptFooters", testKeptFooters},
 		{"Crash", testCrash},
 		{"Conflict", testConflict},
 		{"Sweep", testSweep},
@@ -292,7 +293,9 @@ func testRoundTrip(t *testing.T, b objstore.Bucket) {
 // (testRoundTrip compares WrittenAt on its own).
 func snapEqual(a, b lake.Snapshot) bool {
 	return a.Dataset == b.Dataset && a.Day == b.Day && a.RunID == b.RunID && a.Rows == b.Rows &&
-		slices.Equal(a.Files, b.Files)
+		slices.EqualFunc(a.Files, b.Files, func(x, y lake.FileInfo) bool {
+			return x.Key == y.Key && x.Rows == y.Rows && x.Bytes == y.Bytes && bytes.Equal(x.Footer, y.Footer)
+		})
 }
 
 func sumPower(first, n int, keep func(loc int) bool) float64 {
@@ -433,5 +436,73 @@ func checkDictEncoded(t *testing.T, key string, cc *metadata.ColumnChunkMetaData
 		if st.PageType.String() == "DATA_PAGE" && st.Encoding == parquet.Encodings.Plain {
 			t.Errorf("%s column %s has plain-encoded data pages: %+v", key, cc.PathInSchema(), cc.EncodingStats())
 		}
+	}
+}
+
+// testKeptFooters: every staged part keeps the footer its writer wrote, byte
+// for byte the end of the object in the bucket (metadata, its length,
+// "PAR1"), so that the commit can register it without reading it; the
+// snapshot that the commit returns does not carry the footers.
+func testKeptFooters(t *testing.T, b objstore.Bucket) {
+	ctx := ctxT(t)
+	l, _ := newLake(t, b, lake.Options{RowGroupRows: 1000, PartRows: 1500})
+	w, err := l.Create(ctx, fm, day, 1, pipeline.ForecastMaloSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	writeLocs(t, w, 0, 40, 7)
+	pub, err := w.Stage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pub.Files) != 3 {
+		t.Fatalf("%d parts, want 3", len(pub.Files))
+	}
+	for _, f := range pub.Files {
+		rc, err := b.Get(ctx, f.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(data)) != f.Bytes {
+			t.Fatalf("%s: %d bytes in the bucket, %d counted", f.Key, len(data), f.Bytes)
+		}
+		if len(f.Footer) < 12 || !bytes.HasSuffix(data, f.Footer) {
+			t.Fatalf("%s: kept footer of %d bytes is not the object's end", f.Key, len(f.Footer))
+		}
+		// The kept bytes are exactly the footer: the metadata's length
+		// plus 8, and the metadata parses to the file's row count.
+		n := int(f.Footer[len(f.Footer)-8]) | int(f.Footer[len(f.Footer)-7])<<8 | int(f.Footer[len(f.Footer)-6])<<16 | int(f.Footer[len(f.Footer)-5])<<24
+		if n+8 != len(f.Footer) {
+			t.Fatalf("%s: footer of %d bytes for metadata of %d", f.Key, len(f.Footer), n)
+		}
+		md, err := metadata.NewFileMetaData(f.Footer[:n], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if md.NumRows != f.Rows {
+			t.Fatalf("%s: footer says %d rows, the writer %d", f.Key, md.NumRows, f.Rows)
+		}
+	}
+	for _, f := range pub.Snapshot().Files {
+		if f.Footer != nil {
+			t.Fatalf("the snapshot carries the footer of %s", f.Key)
+		}
+	}
+	cat := catalogFor(t, b)
+	if err := cat.Publish(ctx, pub); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Latest(ctx, fm, day)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snapEqual(got, pub.Snapshot()) {
+		t.Fatalf("published %+v, committed %+v", got, pub.Snapshot())
 	}
 }

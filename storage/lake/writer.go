@@ -1,7 +1,9 @@
 package lake
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -75,11 +77,17 @@ type sink struct {
 	n       int64
 	err     error
 	discard bool
+	// tail, when set, keeps a copy of what is written: closePart sets it
+	// for the Parquet writer's Close, which writes the footer.
+	tail *bytes.Buffer
 }
 
 func (s *sink) Write(p []byte) (int, error) {
 	if s.discard {
 		return len(p), nil
+	}
+	if s.tail != nil {
+		s.tail.Write(p)
 	}
 	n, err := s.pw.Write(p)
 	s.n += int64(n)
@@ -384,9 +392,16 @@ func (w *Writer) closePart() error {
 	if err := w.waitGroup(); err != nil {
 		return err
 	}
+	// Every row group is flushed by now (encoding.writeGroup closes its
+	// own), so Close writes the footer only (and the page indexes, were
+	// they on): kept, it lets the catalog register the file without
+	// reading it back.
+	p.sink.tail = new(bytes.Buffer)
 	if err := p.fw.Close(); err != nil {
 		return fmt.Errorf("finish %s: %w", p.key, err)
 	}
+	footer := footerOf(p.sink.tail.Bytes())
+	p.sink.tail = nil
 	if err := p.uploadErr(); err != nil {
 		return err
 	}
@@ -396,7 +411,7 @@ func (w *Writer) closePart() error {
 	if err != nil {
 		return fmt.Errorf("upload %s: %w", p.key, err)
 	}
-	w.parts = append(w.parts, FileInfo{Key: p.key, Rows: p.rows, Bytes: p.sink.n})
+	w.parts = append(w.parts, FileInfo{Key: p.key, Rows: p.rows, Bytes: p.sink.n, Footer: footer})
 	w.rows += p.rows
 	return nil
 }
@@ -445,7 +460,7 @@ func (w *Writer) Stage(ctx context.Context) (Publication, error) {
 	}
 	files := make([]FileInfo, len(w.parts))
 	for i, p := range w.parts {
-		files[i] = FileInfo{Key: final + partName(i), Rows: p.Rows, Bytes: p.Bytes}
+		files[i] = FileInfo{Key: final + partName(i), Rows: p.Rows, Bytes: p.Bytes, Footer: p.Footer}
 		if err := w.l.b.Move(ctx, p.Key, files[i].Key); err != nil {
 			return Publication{}, w.fail(fmt.Errorf("move %s: %w", p.Key, err))
 		}
@@ -506,4 +521,19 @@ func (w *Writer) Abort() {
 		p.sink.pw.CloseWithError(errAborted)
 		<-p.done
 	}
+}
+
+// footerOf returns the Parquet footer at the end of written: the file
+// metadata, its 4-byte length and the magic "PAR1", or nil when written
+// does not end with a whole plain footer (an encrypted one ends in "PARE").
+func footerOf(written []byte) []byte {
+	const trailer = 8
+	if len(written) < trailer || string(written[len(written)-4:]) != "PAR1" {
+		return nil
+	}
+	size := int64(binary.LittleEndian.Uint32(written[len(written)-trailer:]))
+	if size+trailer > int64(len(written)) {
+		return nil
+	}
+	return bytes.Clone(written[int64(len(written))-size-trailer:])
 }

@@ -22,6 +22,7 @@ type runPartRow struct {
 	Key      string    `bun:"object_key,pk"`
 	Rows     int64     `bun:"row_count"`
 	Bytes    int64     `bun:"byte_count"`
+	Footer   []byte    `bun:"footer"`
 	StagedAt time.Time `bun:"staged_at"`
 }
 
@@ -54,7 +55,8 @@ func (db *DB) RecordRunParts(ctx context.Context, runID int64, job string, parts
 		}
 		rows := make([]runPartRow, len(parts))
 		for i, p := range parts {
-			rows[i] = runPartRow{RunID: runID, Dataset: p.Dataset, Job: job, Key: p.Key, Rows: p.Rows, Bytes: p.Bytes, StagedAt: now.UTC()}
+			rows[i] = runPartRow{RunID: runID, Dataset: p.Dataset, Job: job, Key: p.Key, Rows: p.Rows, Bytes: p.Bytes,
+				Footer: p.Footer, StagedAt: now.UTC()}
 		}
 		_, err = tx.NewInsert().Model(&rows).Exec(ctx)
 		return err
@@ -75,7 +77,7 @@ func (db *DB) RunParts(ctx context.Context, runID int64) ([]pipeline.RunPart, er
 	}
 	out := make([]pipeline.RunPart, len(rows))
 	for i, r := range rows {
-		out[i] = pipeline.RunPart{Dataset: r.Dataset, Job: r.Job, Key: r.Key, Rows: r.Rows, Bytes: r.Bytes}
+		out[i] = pipeline.RunPart{Dataset: r.Dataset, Job: r.Job, Key: r.Key, Rows: r.Rows, Bytes: r.Bytes, Footer: r.Footer}
 	}
 	return out, nil
 }

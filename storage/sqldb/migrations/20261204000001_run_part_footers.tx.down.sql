@@ -1,0 +1,1 @@
+ALTER TABLE run_parts DROP COLUMN footer;
