@@ -136,7 +136,13 @@ func allReferenced(batches []arrow.RecordBatch, c int) bool {
 		if !ok || idx.NullN() > 0 {
 			return false
 		}
+		prev := int32(-1)
 		for _, v := range idx.Int32Values() {
+			// A location's rows repeat its indices: a run costs one compare.
+			if v == prev {
+				continue
+			}
+			prev = v
 			if uint32(v) >= uint32(len(seen)) {
 				return false // unifyColumn reports it
 			}
@@ -220,7 +226,14 @@ func translate(mem memory.Allocator, idx *array.Int32, t []int32, lookup func(in
 		defer buf.Release()
 		buf.Resize(n * arrow.Int32SizeBytes)
 		dst := arrow.Int32Traits.CastFromBytes(buf.Bytes())
+		// The rows of a location come together, so an index mostly repeats
+		// the one before: runs are copied without the table lookup.
+		prev, prevM := int32(-1), int32(0)
 		for i, v := range src {
+			if v == prev {
+				dst[i] = prevM
+				continue
+			}
 			if uint32(v) >= uint32(len(t)) {
 				return nil, pipeline.Errorf(pipeline.Invalid, "dictionary index %d out of range [0, %d)", v, len(t))
 			}
@@ -229,6 +242,7 @@ func translate(mem memory.Allocator, idx *array.Int32, t []int32, lookup func(in
 				m = lookup(v)
 			}
 			dst[i] = m
+			prev, prevM = v, m
 		}
 		data := array.NewData(arrow.PrimitiveTypes.Int32, n, []*memory.Buffer{nil, buf}, nil, 0, 0)
 		defer data.Release()

@@ -32,6 +32,9 @@ type Writer struct {
 	job     string // "" for a writer of the whole run
 	schema  *arrow.Schema
 	enc     *encoding
+	// mem allocates the encoding's buffers and the unified batches, and
+	// recycles them from one row group to the next (see recycler).
+	mem *recycler
 
 	// pending holds the slices of the caller's batches that make up the
 	// row group being gathered; they are retained until it is written.
@@ -134,10 +137,11 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 	if err := l.checkNewer(ctx, dataset, day, runID); err != nil {
 		return nil, err
 	}
+	mem := newRecycler(l.opts.Alloc)
 	props := []parquet.WriterProperty{
 		parquet.WithCompression(codec),
 		parquet.WithMaxRowGroupLength(l.opts.RowGroupRows),
-		parquet.WithAllocator(l.opts.Alloc),
+		parquet.WithAllocator(mem),
 		parquet.WithCreatedBy("schedbridge lake (arrow-go pqarrow)"),
 	}
 	// Dictionary encoding only for strings. Measured values rarely repeat:
@@ -162,11 +166,11 @@ func (l *Lake) Create(ctx context.Context, dataset string, day pipeline.Day, run
 	// The stored Arrow schema makes pqarrow read dictionary columns back as
 	// dictionaries and keeps the timestamps' zone.
 	enc, err := newEncoding(schema, parquet.NewWriterProperties(props...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(l.opts.Alloc)))
+		pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema(), pqarrow.WithAllocator(mem)))
 	if err != nil {
 		return nil, err
 	}
-	return &Writer{l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, job: co.job, schema: schema, enc: enc}, nil
+	return &Writer{l: l, ctx: ctx, dataset: dataset, day: day, runID: runID, job: co.job, schema: schema, enc: enc, mem: mem}, nil
 }
 
 // CreateOption tunes a Writer.
@@ -304,7 +308,7 @@ func (w *Writer) flushGroup() error {
 	w.cur.rows += w.pendingRows
 	w.pending = w.pending[:0]
 	w.pendingRows = 0
-	p, enc, mem, done := w.cur, w.enc, w.l.opts.Alloc, make(chan error, 1)
+	p, enc, mem, done := w.cur, w.enc, w.mem, make(chan error, 1)
 	w.encoding = done
 	go func() {
 		batches, err := unifyDictionaries(mem, pending)
@@ -438,6 +442,7 @@ func (w *Writer) Stage(ctx context.Context) (Publication, error) {
 	if err := w.closePart(); err != nil {
 		return Publication{}, w.fail(err)
 	}
+	w.mem.close()
 	if err := w.l.checkNewer(ctx, w.dataset, w.day, w.runID); err != nil {
 		w.removeTmp(ctx)
 		return Publication{}, w.fail(err)
@@ -521,6 +526,7 @@ func (w *Writer) Abort() {
 		p.sink.pw.CloseWithError(errAborted)
 		<-p.done
 	}
+	w.mem.close()
 }
 
 // footerOf returns the Parquet footer at the end of written: the file
