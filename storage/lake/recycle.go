@@ -19,7 +19,12 @@ import (
 // Go allocator's would be. Smaller buffers go straight to the underlying
 // allocator. It holds at most maxIdleBytes idle, and close gives them back.
 // It is safe for concurrent use: the columns are encoded on several
-// goroutines.
+// goroutines. The forecast generator's recycler (pipeline/forecast) is a
+// different one on purpose: its batches ask for the same few exact sizes and
+// the generator writes every byte of them, so it neither rounds nor clears;
+// the Parquet encoder and Arrow's builders ask for sizes that vary with the
+// data, and a builder relies on cleared memory (it sets a validity bitmap's
+// bits one by one and never clears them).
 type recycler struct {
 	alloc memory.Allocator
 
@@ -89,9 +94,11 @@ func (r *recycler) Reallocate(size int, b []byte) []byte {
 	return out
 }
 
-// owns reports whether b was handed out from a size class.
+// owns reports whether b was handed out from a size class. Its capacity is
+// checked too, so that a buffer the collector reused the address of (one
+// that was never freed) is not taken for one of ours.
 func (r *recycler) owns(b []byte) bool {
-	if cap(b) == 0 {
+	if c := cap(b); c < 1<<minRecycledShift || c&(c-1) != 0 {
 		return false
 	}
 	r.mu.Lock()
