@@ -78,6 +78,9 @@ func (p *Point) CommitRun(ctx context.Context, runID int64, day pipeline.Day, ap
 			if err := publish(ctx, sqldb.Tx(ctx)); err != nil {
 				return err
 			}
+			if err := p.db.DropRunPartFooters(ctx, runID); err != nil {
+				return err
+			}
 			return apply(ctx)
 		})
 	})

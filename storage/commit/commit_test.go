@@ -88,9 +88,16 @@ func TestRunOfSeveralJobs(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// p1's parts keep the footers their writer kept, p2's come
+				// without (as an older version recorded them): the commit
+				// reads those from the bucket.
 				var parts []pipeline.RunPart
 				for _, f := range pub.Files {
-					parts = append(parts, pipeline.RunPart{Dataset: pub.Dataset, Job: portfolio, Key: f.Key, Rows: f.Rows, Bytes: f.Bytes})
+					part := pipeline.RunPart{Dataset: pub.Dataset, Job: portfolio, Key: f.Key, Rows: f.Rows, Bytes: f.Bytes}
+					if portfolio == "p1" {
+						part.Footer = f.Footer
+					}
+					parts = append(parts, part)
 				}
 				if err := db.RecordRunParts(ctx, run.ID, portfolio, parts, t0); err != nil {
 					t.Fatal(err)
@@ -99,6 +106,9 @@ func TestRunOfSeveralJobs(t *testing.T) {
 			job("p1", 1)
 			job("p2", 2)
 			job("p2", 3) // a retry of p2's job replaces its parts
+			if parts, err := db.RunParts(ctx, run.ID); err != nil || len(parts) != 2 || len(parts[0].Footer) == 0 {
+				t.Fatalf("recorded parts %+v, %v: want p1's with its footer", parts, err)
+			}
 			if _, err := lk.Latest(ctx, pipeline.DatasetPositionControlArea, day); pipeline.KindOf(err) != pipeline.NotFound {
 				t.Fatalf("a snapshot is current before the commit: %v", err)
 			}
@@ -129,6 +139,17 @@ func TestRunOfSeveralJobs(t *testing.T) {
 			}
 			if got, _ := db.Run(ctx, run.ID); got.Status != pipeline.RunSucceeded {
 				t.Errorf("run %+v", got)
+			}
+			// The committed run's footers are in the table's manifests now;
+			// the database keeps none of them.
+			parts, err := db.RunParts(ctx, run.ID)
+			if err != nil || len(parts) != 2 {
+				t.Fatalf("parts after the commit %+v, %v", parts, err)
+			}
+			for _, part := range parts {
+				if part.Footer != nil {
+					t.Errorf("part %s kept its footer of %d bytes after the commit", part.Key, len(part.Footer))
+				}
 			}
 			// A finished run takes no more parts.
 			if err := db.RecordRunParts(ctx, run.ID, "p3", nil, t0); pipeline.KindOf(err) != pipeline.Conflict {

@@ -82,7 +82,13 @@ func (r *recycler) Allocate(size int) []byte {
 func (r *recycler) Reallocate(size int, b []byte) []byte {
 	if r.owns(b) {
 		if cap(b) >= size {
-			return b[:size]
+			// The bytes it grows into are cleared, as those of a new
+			// buffer from the Go allocator would be.
+			out := b[:size]
+			if size > len(b) {
+				clear(out[len(b):])
+			}
+			return out
 		}
 	} else if class(size) < 0 {
 		// Small buffers stay with the underlying allocator.

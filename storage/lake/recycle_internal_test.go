@@ -33,9 +33,16 @@ func TestRecycler(t *testing.T) {
 			t.Fatalf("byte %d of a reused buffer is %#x, want 0", i, v)
 		}
 	}
+	for i := range b {
+		b[i] = 0xee
+	}
 	grown := r.Reallocate(120_000, b) // still within 2^17: in place
 	if base(grown) != base(b) || len(grown) != 120_000 {
 		t.Fatalf("growth within the class moved the buffer or got len %d", len(grown))
+	}
+	if grown[69_999] != 0xee || grown[70_000] != 0 || grown[119_999] != 0 {
+		t.Fatalf("growth in place: kept byte %#x, new bytes %#x and %#x, want 0xee, 0 and 0",
+			grown[69_999], grown[70_000], grown[119_999])
 	}
 	bigger := r.Reallocate(200_000, grown) // the next class: copied
 	if len(bigger) != 200_000 || cap(bigger) != 1<<18 {

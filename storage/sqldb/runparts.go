@@ -81,3 +81,16 @@ func (db *DB) RunParts(ctx context.Context, runID int64) ([]pipeline.RunPart, er
 	}
 	return out, nil
 }
+
+// DropRunPartFooters forgets the Parquet footers recorded with run runID's
+// parts. The run's commit calls it in its transaction: once the catalog has
+// registered the files, their statistics live in the table's manifests, and
+// a footer (about 100 KB for a million-row file) would only grow the table
+// with every run.
+func (db *DB) DropRunPartFooters(ctx context.Context, runID int64) error {
+	_, err := db.conn(ctx).NewUpdate().Model((*runPartRow)(nil)).Set("footer = NULL").Where("run_id = ?", runID).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("drop the footers of run %d: %w", runID, err)
+	}
+	return nil
+}
